@@ -1,0 +1,1 @@
+"""Every side effect Steward has: capture, spawn, observe, workspace files."""

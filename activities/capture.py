@@ -1,0 +1,93 @@
+"""Resolve a definition's tasks with Inspect's capture mode, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from workflows.contracts import Capture, CaptureRequest, TaskSpec
+
+CAPTURE_TIMEOUT_S = 600
+
+
+class DefinitionError(Exception):
+    """The definition cannot be resolved; the message says why, in one sentence."""
+
+
+def _last_error_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def capture_definition_sync(workspace: str, definition: str) -> Capture:
+    """Run `definition` under INSPECT_EVAL_SET_CAPTURE in `workspace` and read its tasks."""
+    path = Path(workspace) / definition
+    if not path.is_file():
+        raise DefinitionError(
+            f"The definition {path} does not exist; create it or name an existing file."
+        )
+    with tempfile.TemporaryDirectory(prefix="steward-capture-") as scratch:
+        manifest = Path(scratch) / "capture.json"
+        env = {**os.environ, "INSPECT_EVAL_SET_CAPTURE": str(manifest)}
+        env.pop("INSPECT_EVAL_SET_SELECTION", None)
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "worker.definition_runner", definition],
+                cwd=workspace,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=CAPTURE_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise DefinitionError(
+                f"The definition {definition} did not finish resolving its tasks within "
+                f"{CAPTURE_TIMEOUT_S} s; make sure it does no work before calling eval_set()."
+            ) from err
+        if done.returncode != 0:
+            raise DefinitionError(
+                f"The definition {definition} failed while resolving its tasks: "
+                f"{_last_error_line(done.stderr)}"
+            )
+        if not manifest.is_file():
+            raise DefinitionError(
+                f"The definition {definition} ran without calling eval_set(); "
+                "end it with a call to inspect_ai.eval_set(...)."
+            )
+        document = json.loads(manifest.read_text())
+    options = document.get("options", {})
+    tasks = [
+        TaskSpec(
+            name=t["name"],
+            model=t["model"],
+            identifier=t["identifier"],
+            registry_name=t.get("registry_name"),
+            args_hash=t.get("args_hash"),
+            file=t.get("file"),
+            samples=t.get("samples") or 0,
+            epochs=t.get("epochs") or 1,
+        )
+        for t in document.get("tasks", [])
+    ]
+    if not tasks:
+        raise DefinitionError(f"The definition {definition} resolved no tasks; pass eval_set() at least one.")
+    log_dir = options.get("log_dir")
+    if log_dir and "://" not in log_dir:
+        log_dir = str((Path(workspace) / log_dir).resolve())
+    return Capture(tasks=tasks, log_dir=log_dir, max_samples=options.get("max_samples"))
+
+
+@activity.defn(name="capture_definition")
+def capture_definition(request: CaptureRequest) -> Capture:
+    try:
+        return capture_definition_sync(request.workspace, request.definition)
+    except DefinitionError as err:
+        raise ApplicationError(str(err), type="DefinitionError", non_retryable=True) from err

@@ -1,0 +1,146 @@
+"""Per-task eval worker processes: spawn them detached, tell whether they live, stop them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+from temporalio import activity
+
+from workflows.contracts import SpawnRequest, StopRequest, StopResult, WorkerProcess
+
+SELECTION_VERSION = 7
+# Children this process started: polling them reaps them, so a dead child is not a zombie.
+_children: dict[int, subprocess.Popen] = {}
+
+
+def state_dir(workspace: str) -> Path:
+    path = Path(workspace) / ".steward" / "workers"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def control_socket(pid: int) -> str:
+    from inspect_ai._control.discovery import default_socket_path
+
+    return str(default_socket_path(pid))
+
+
+def is_alive(pid: int, create_time: float) -> bool:
+    child = _children.get(pid)
+    if child is not None and child.poll() is not None:
+        _children.pop(pid, None)
+        return False
+    try:
+        process = psutil.Process(pid)
+        return (
+            abs(process.create_time() - create_time) < 0.01
+            and process.status() != psutil.STATUS_ZOMBIE
+        )
+    except psutil.Error:
+        return False
+
+
+def _write_json_atomic(path: Path, document: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def _selection_document(request: SpawnRequest) -> dict:
+    return {
+        "version": SELECTION_VERSION,
+        "eval_set_id": request.eval_set_id,
+        "tasks": [t.model_dump(exclude_none=True) for t in request.tasks],
+        "overrides": {"log_dir": request.log_dir, "max_samples": request.max_samples},
+    }
+
+
+def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
+    directory = state_dir(request.workspace)
+    record_path = directory / f"{request.worker_id}.json"
+    # A retried spawn must not start a second process for the same worker id.
+    if record_path.is_file():
+        record = json.loads(record_path.read_text())
+        if record.get("pid") and is_alive(record["pid"], record["create_time"]):
+            return WorkerProcess.model_validate(record["worker"])
+
+    selection = directory / f"{request.worker_id}.selection.json"
+    output = directory / f"{request.worker_id}.log"
+    _write_json_atomic(selection, _selection_document(request))
+    _write_json_atomic(record_path, {"state": "spawning", "selection": str(selection), "output": str(output)})
+    env = {**os.environ, "INSPECT_EVAL_SET_SELECTION": str(selection)}
+    env.pop("INSPECT_EVAL_SET_CAPTURE", None)
+    with open(output, "ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "worker.definition_runner", request.definition],
+            cwd=request.workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # survives the Steward worker; its own process group
+        )
+    _children[process.pid] = process
+    worker = WorkerProcess(
+        worker_id=request.worker_id,
+        tasks=[t.identifier for t in request.tasks],
+        pid=process.pid,
+        create_time=psutil.Process(process.pid).create_time(),
+        socket=control_socket(process.pid),
+        output=str(output),
+        started_at=datetime.now(timezone.utc),
+    )
+    _write_json_atomic(
+        record_path,
+        {"state": "spawned", "pid": worker.pid, "create_time": worker.create_time, "worker": worker.model_dump(mode="json")},
+    )
+    return worker
+
+
+@activity.defn(name="spawn_worker")
+def spawn_worker(request: SpawnRequest) -> WorkerProcess:
+    return spawn_worker_sync(request)
+
+
+def _signal_group(worker: WorkerProcess, signum: int) -> None:
+    try:
+        os.killpg(worker.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_workers_sync(request: StopRequest, heartbeat=lambda: None) -> StopResult:
+    """SIGINT (Inspect's graceful stop), then SIGKILL whatever is left after the grace."""
+    result = StopResult()
+    live = [w for w in request.workers if is_alive(w.pid, w.create_time)]
+    for worker in live:
+        _signal_group(worker, signal.SIGINT)
+    deadline = time.monotonic() + request.grace_seconds
+    while live and time.monotonic() < deadline:
+        heartbeat()
+        time.sleep(0.2)
+        still = [w for w in live if is_alive(w.pid, w.create_time)]
+        result.stopped_gracefully += [w.worker_id for w in live if w not in still]
+        live = still
+    for worker in live:
+        _signal_group(worker, signal.SIGKILL)
+        result.killed.append(worker.worker_id)
+    for worker in live:
+        for _ in range(50):
+            if not is_alive(worker.pid, worker.create_time):
+                break
+            time.sleep(0.1)
+    return result
+
+
+@activity.defn(name="stop_workers")
+def stop_workers(request: StopRequest) -> StopResult:
+    return stop_workers_sync(request, heartbeat=activity.heartbeat)

@@ -1,0 +1,98 @@
+"""Create and find workspaces: the user's side of a run."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from importlib import resources
+from pathlib import Path
+
+from workflows.options import OPTION_DOCS
+
+from .options import OPTIONS_FILE
+
+STATE_DIR = ".steward"
+TEMPLATE_FILES = {  # workspace file -> template name
+    "AGENTS.md": "AGENTS.md",
+    "CLAUDE.md": "CLAUDE.md",
+    "evalset.py": "evalset.py",
+    "status.md": "status.md",
+    ".gitignore": "gitignore",
+}
+DEFAULT_DEFINITION = "evalset.py"
+
+
+class WorkspaceError(Exception):
+    """Not a workspace, or one that would be overwritten; the message is for the user."""
+
+
+def options_yaml() -> str:
+    lines = [
+        "# Steward options for this workspace. Every option is listed with its default;",
+        "# uncomment and change what you need. The environment (STEWARD_<OPTION>) and a",
+        "# .env in this directory or a parent are read too; this file wins over both.",
+        "# Durations need a unit: 30s, 10m, 1h, 2d.",
+    ]
+    section = None
+    for group, name, default, description in OPTION_DOCS:
+        if group != section:
+            lines += ["", f"# --- {group} ---"]
+            section = group
+        lines += [f"# {description}", f"# {name}: {default}"]
+    return "\n".join(lines) + "\n"
+
+
+def _template(name: str) -> str:
+    return resources.files("activities").joinpath("templates", name).read_text()
+
+
+def init_workspace(directory: Path, force: bool = False) -> list[str]:
+    """Create a workspace in `directory`; refuse to overwrite one unless `force`."""
+    directory = directory.resolve()
+    if directory.exists() and not directory.is_dir():
+        raise WorkspaceError(f"{directory} exists and is not a directory; choose another path.")
+    existing = [name for name in [OPTIONS_FILE, *TEMPLATE_FILES] if (directory / name).exists()]
+    if existing and not force:
+        raise WorkspaceError(
+            f"{directory} already holds a workspace ({', '.join(existing)}); "
+            "pass --force to overwrite those files."
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    written = {OPTIONS_FILE: options_yaml()}
+    written.update({name: _template(template) for name, template in TEMPLATE_FILES.items()})
+    for name, text in written.items():
+        (directory / name).write_text(text)
+    journal = directory / "journal.jsonl"
+    if force or not journal.exists():
+        journal.write_text("")
+    workspace_id(directory)
+    return [*written, "journal.jsonl"]
+
+
+def find_workspace(start: Path) -> Path:
+    """The nearest directory from `start` upwards holding `_steward.yaml`."""
+    start = start.resolve()
+    for directory in [start, *start.parents]:
+        if (directory / OPTIONS_FILE).is_file():
+            return directory
+    raise WorkspaceError(
+        f"{start} is not inside a Steward workspace (no {OPTIONS_FILE} here or above); "
+        "run `steward init` first or pass --workspace."
+    )
+
+
+def workspace_id(workspace: Path) -> str:
+    """A stable id for the workspace, kept in its state directory (made on first use)."""
+    path = workspace / STATE_DIR / "workspace.json"
+    if path.is_file():
+        return json.loads(path.read_text())["id"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ident = uuid.uuid4().hex[:12]
+    path.write_text(json.dumps({"id": ident}))
+    return ident
+
+
+def workflow_id_for(workspace: Path) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", workspace.name.lower()).strip("-")[:40] or "workspace"
+    return f"steward-{slug}-{workspace_id(workspace)}"

@@ -1,0 +1,1 @@
+"""The `steward` command line: parse, call Temporal, render."""

@@ -1,0 +1,371 @@
+"""`steward`: the command line. Thin: parse, call Temporal, render."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import getpass
+import os
+from pathlib import Path
+from typing import Annotated, Callable, Optional
+
+import typer
+
+from workflows.contracts import CancelRequest, PauseRequest, RunSettings, TendSummary
+from workflows.policy import DEFAULT_MAX_SAMPLES
+
+from . import render, runs
+from .output import BAD_INPUT, OK, CommandError, bad_input, console, emit, fail, finish
+
+app = typer.Typer(
+    help="Steward: durable supervision of long Inspect AI eval runs on Temporal.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+server_app = typer.Typer(help="The embedded Temporal dev server.", no_args_is_help=True)
+worker_app = typer.Typer(help="The Steward worker (foreground without a subcommand).")
+app.add_typer(server_app, name="server")
+app.add_typer(worker_app, name="worker")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (for agents).")]
+WorkspaceOpt = Annotated[
+    Optional[Path], typer.Option("--workspace", "-w", help="Workspace directory (default: the current one).")
+]
+ByOpt = Annotated[str, typer.Option("--by", help="Who is acting (recorded in the journal).")]
+
+
+def command(fn: Callable) -> Callable:
+    """Run a command body: map failures to one sentence and an exit code, then leave."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        as_json = bool(kwargs.get("as_json"))
+        try:
+            fn(*args, **kwargs)
+        except CommandError as err:
+            fail(err, as_json)
+        except KeyboardInterrupt:
+            fail(CommandError("interrupted"), as_json)
+        except Exception as err:  # a bug or an outage: one line, unless debugging
+            if os.environ.get("STEWARD_DEBUG"):
+                raise
+            fail(CommandError(f"unexpected {type(err).__name__}: {err} (set STEWARD_DEBUG=1 for details)"), as_json)
+        finish(OK)
+
+    return wrapper
+
+
+def _who(by: str) -> str:
+    return by or getpass.getuser()
+
+
+# ---------------------------------------------------------------- workspace
+@app.command()
+@command
+def init(
+    directory: Annotated[Path, typer.Argument(help="Where to create the workspace.")] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing workspace's files.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a workspace: _steward.yaml, AGENTS.md, CLAUDE.md, evalset.py, journal, status."""
+    from worker.workspace import WorkspaceError, init_workspace
+
+    try:
+        written = init_workspace(directory, force=force)
+    except WorkspaceError as err:
+        raise bad_input(str(err)) from err
+    emit(
+        as_json,
+        {"ok": True, "workspace": str(directory.resolve()), "files": written},
+        lambda: console.print(
+            f"Workspace ready in {directory.resolve()}: {', '.join(written)}\n"
+            "Edit evalset.py (and _steward.yaml if needed), then `steward launch`.",
+            highlight=False,
+        ),
+    )
+
+
+@app.command()
+@command
+def tasks(
+    definition: Annotated[Optional[str], typer.Argument(help="Definition file (default: evalset.py).")] = None,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Resolve the definition's tasks with Inspect's capture mode (nothing runs)."""
+    from worker.workspace import DEFAULT_DEFINITION, DefinitionError, capture_definition_sync
+
+    ctx = runs.load_context(workspace)
+    try:
+        capture = capture_definition_sync(str(ctx.workspace), definition or DEFAULT_DEFINITION)
+    except DefinitionError as err:
+        raise bad_input(str(err)) from err
+    emit(
+        as_json,
+        {"ok": True, "tasks": [t.model_dump() for t in capture.tasks], "log_dir": capture.log_dir},
+        lambda: render.print_tasks(capture.tasks),
+    )
+
+
+# ---------------------------------------------------------------- the run
+@app.command()
+@command
+def launch(
+    definition: Annotated[Optional[str], typer.Argument(help="Definition file (default: evalset.py).")] = None,
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Launch the workspace's eval set as a durable run (one live run per workspace)."""
+    from worker.workspace import DEFAULT_DEFINITION
+
+    ctx = runs.load_context(workspace)
+    definition = definition or DEFAULT_DEFINITION
+    if not (ctx.workspace / definition).is_file():
+        raise bad_input(f"The definition {ctx.workspace / definition} does not exist; create it or name another file.")
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
+    ramp = ctx.options.samples_ramp
+    settings = RunSettings(
+        tend_interval=ctx.options.tend_interval,
+        stall_after=ctx.options.stall_after,
+        max_workers=ctx.options.max_workers,
+        starting_max_samples=ramp[0] if ramp else DEFAULT_MAX_SAMPLES,
+    )
+    status = asyncio.run(runs.start_run(ctx, definition, settings))
+    if status.state.phase == "failed":
+        raise bad_input(status.state.error or "the run failed to start")
+    emit(
+        as_json,
+        {"ok": True, "launched_by": _who(by), **status.model_dump(mode="json")},
+        lambda: render.print_status(status),
+    )
+
+
+@app.command()
+@command
+def status(
+    wait: Annotated[bool, typer.Option("--wait", help="Wait until the run has finished, stalled or ended.")] = False,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Where the run stands: state, per-task progress, last and next tend."""
+    ctx = runs.load_context(workspace)
+    runs.ensure_services(ctx.target, ctx.options, quiet=True)
+
+    async def go():
+        handle = await runs.run_handle(ctx)
+        return await (runs.wait_settled(handle, ctx, quiet=as_json) if wait else runs.query_status(handle, ctx))
+
+    result = asyncio.run(go())
+    emit(as_json, {"ok": True, **result.model_dump(mode="json")}, lambda: render.print_status(result))
+
+
+@app.command()
+@command
+def tend(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
+    """Run one tend now and print what it did."""
+    from temporalio.client import WorkflowUpdateFailedError
+
+    ctx = runs.load_context(workspace)
+    runs.ensure_services(ctx.target, ctx.options, quiet=True)
+
+    async def go() -> TendSummary:
+        handle = await runs.run_handle(ctx)
+        await runs.require_live(handle, ctx)
+        try:
+            return await handle.execute_update("tend", result_type=TendSummary)
+        except WorkflowUpdateFailedError as err:
+            raise CommandError(str(err.cause.message if err.cause else err)) from err
+
+    summary = asyncio.run(go())
+    emit(as_json, {"ok": True, **summary.model_dump(mode="json")}, lambda: render.print_tend(summary))
+
+
+def _signal(workspace: Path | None, name: str, payload, as_json: bool, said: str) -> None:
+    ctx = runs.load_context(workspace)
+    runs.ensure_services(ctx.target, ctx.options, quiet=True)
+
+    async def go() -> None:
+        handle = await runs.run_handle(ctx)
+        await runs.require_live(handle, ctx)
+        await handle.signal(name, payload)
+
+    asyncio.run(go())
+    emit(as_json, {"ok": True, "signal": name, "workflow_id": ctx.workflow_id}, lambda: console.print(said))
+
+
+@app.command()
+@command
+def pause(
+    reason: Annotated[str, typer.Option("--reason", help="Why (shown in status).")] = "",
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop scheduling new work; running workers finish."""
+    _signal(workspace, "pause", PauseRequest(reason=reason, by=_who(by)), as_json,
+            "Paused: nothing new will be spawned; running workers finish.")
+
+
+@app.command()
+@command
+def resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = False) -> None:
+    """Schedule work again; the next tend converges from what it finds."""
+    _signal(workspace, "resume", PauseRequest(by=_who(by)), as_json, "Resumed.")
+
+
+@app.command()
+@command
+def cancel(
+    reason: Annotated[str, typer.Option("--reason", help="Why (recorded).")] = "",
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until the run has ended.")] = True,
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop the workers (30 s grace, then killed) and end the run CANCELLED."""
+    ctx = runs.load_context(workspace)
+    runs.ensure_services(ctx.target, ctx.options, quiet=True)
+
+    async def go():
+        handle = await runs.run_handle(ctx)
+        await runs.require_live(handle, ctx)
+        await handle.signal("cancel", CancelRequest(reason=reason, by=_who(by)))
+        if wait:
+            await handle.result()
+        return await runs.query_status(handle, ctx)
+
+    result = asyncio.run(go())
+    emit(as_json, {"ok": True, **result.model_dump(mode="json")},
+         lambda: console.print(f"Run {result.state.phase}.", highlight=False))
+
+
+@app.command(name="runs")
+@command
+def list_runs(as_json: JsonOpt = False) -> None:
+    """Every run the Temporal server knows: workspace, state, progress."""
+    options = runs.machine_options()
+    target = runs.target_for(options)
+    runs.ensure_services(target, options, quiet=True)
+    rows = asyncio.run(runs.list_runs(target))
+    emit(as_json, {"ok": True, "runs": rows}, lambda: render.print_runs(rows))
+
+
+# ---------------------------------------------------------------- services
+def _service_result(as_json: bool, statuses: list) -> None:
+    emit(
+        as_json,
+        {"ok": True, "services": [s.as_dict() for s in statuses]},
+        lambda: [console.print(f"{s.name}: {s.detail} (pid {s.pid or '—'}, log {s.log})", highlight=False)
+                 for s in statuses],
+    )
+
+
+def _embedded_target():
+    options = runs.machine_options()
+    target = runs.target_for(options)
+    if not target.embedded:
+        raise bad_input(
+            f"STEWARD_TEMPORAL_ADDRESS points at {target.address}; the embedded server is not used. "
+            "Unset it to manage the embedded server."
+        )
+    return options, target
+
+
+@server_app.command("start")
+@command
+def server_start(as_json: JsonOpt = False) -> None:
+    """Start the embedded Temporal dev server (SQLite file and web UI in Steward's data dir)."""
+    from worker import embedded
+
+    options, target = _embedded_target()
+    try:
+        _service_result(as_json, [embedded.start_server(target, options.temporal_ui_port)])
+    except embedded.ServiceError as err:
+        raise CommandError(str(err)) from err
+
+
+@server_app.command("stop")
+@command
+def server_stop(as_json: JsonOpt = False) -> None:
+    """Stop the embedded Temporal dev server (its SQLite file stays)."""
+    from worker import embedded
+
+    stopped = embedded.stop_server()
+    emit(as_json, {"ok": True, "stopped": stopped},
+         lambda: console.print("Stopped." if stopped else "Not running."))
+
+
+@server_app.command("status")
+@command
+def server_status(as_json: JsonOpt = False) -> None:
+    """Is the embedded server up? (gRPC health check)"""
+    from worker import embedded
+
+    _, target = _embedded_target()
+    result = embedded.server_status(target)
+    _service_result(as_json, [result])
+    if not result.running:
+        finish(1)
+
+
+@worker_app.callback(invoke_without_command=True)
+def worker_main(ctx: typer.Context) -> None:
+    """Run the Steward worker in the foreground."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from worker.temporal_worker import serve
+
+    options = runs.machine_options()
+    target = runs.target_for(options)
+    try:
+        asyncio.run(serve(target))
+    except KeyboardInterrupt:
+        pass
+    finish(OK)
+
+
+@worker_app.command("start")
+@command
+def worker_start(as_json: JsonOpt = False) -> None:
+    """Run the Steward worker detached (pid and log in Steward's data dir)."""
+    from worker import embedded
+
+    options = runs.machine_options()
+    target = runs.target_for(options)
+    try:
+        _service_result(as_json, [embedded.start_worker(target)])
+    except embedded.ServiceError as err:
+        raise CommandError(str(err)) from err
+
+
+@worker_app.command("stop")
+@command
+def worker_stop(as_json: JsonOpt = False) -> None:
+    """Stop the detached Steward worker (task workers keep running; the next worker adopts them)."""
+    from worker import embedded
+
+    stopped = embedded.stop_worker()
+    emit(as_json, {"ok": True, "stopped": stopped},
+         lambda: console.print("Stopped." if stopped else "Not running."))
+
+
+@worker_app.command("status")
+@command
+def worker_status(as_json: JsonOpt = False) -> None:
+    """Is the detached Steward worker running?"""
+    from worker import embedded
+
+    result = embedded.worker_status()
+    _service_result(as_json, [result])
+    if not result.running:
+        finish(1)
+
+
+def run() -> None:
+    try:
+        app()
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else BAD_INPUT)
+        finish(code)

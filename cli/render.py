@@ -1,0 +1,75 @@
+"""Rich renderings of run state for people."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from workflows.contracts import RunStatus, TaskSpec, TendSummary
+from workflows.eval_run_state import describe_state
+from workflows.options import format_duration
+from workflows.status_view import task_rows
+
+from .output import console
+
+
+def _when(at) -> str:
+    return at.strftime("%H:%M:%S") if at else "—"
+
+
+def print_tasks(tasks: list[TaskSpec]) -> None:
+    table = Table(title=f"{len(tasks)} task(s)")
+    for column in ("task", "model", "samples x epochs", "identifier"):
+        table.add_column(column, overflow="fold")
+    for t in tasks:
+        table.add_row(t.name, t.model, f"{t.samples} x {t.epochs}", t.identifier)
+    console.print(table)
+
+
+def print_status(status: RunStatus) -> None:
+    state = status.state
+    console.print(f"[bold]{status.workspace}[/]  run [cyan]{status.workflow_id}[/]", highlight=False)
+    console.print(
+        f"state: [bold]{describe_state(state)}[/]   samples {state.samples_done}/{state.samples_total}   "
+        f"tend #{state.tend_count}   last {_when(state.last_tend_at)}   next {_when(state.next_tend_at)} "
+        f"(every {format_duration(status.tend_interval)})",
+        highlight=False,
+    )
+    if state.paused:
+        console.print(f"[yellow]paused[/]: {state.pause_reason or 'no reason given'}", highlight=False)
+    if state.error:
+        console.print(f"[red]error[/]: {state.error}", highlight=False)
+    if state.tasks:
+        table = Table()
+        for column in ("task", "model", "state", "samples", "errors", "in flight", "attempts"):
+            table.add_column(column)
+        for row in task_rows(state.tasks):
+            table.add_row(
+                row["task"], row["model"], row["phase"], f"{row['done']}/{row['total']}",
+                str(row["errored"]), str(row["in_flight"]), str(row["attempts"]),
+            )
+        console.print(table)
+    if status.web_ui:
+        console.print(f"web UI: {status.web_ui}", highlight=False)
+
+
+def print_tend(summary: TendSummary) -> None:
+    parts = [f"tend #{summary.tend}: {summary.phase}", f"samples {summary.samples_done}/{summary.samples_total}"]
+    for label, names in (("spawned", summary.spawned), ("completed", summary.completed),
+                         ("restarted", summary.restarted), ("stalled", summary.stalled)):
+        if names:
+            parts.append(f"{label}: {', '.join(names)}")
+    if summary.paused:
+        parts.append("paused")
+    console.print(" · ".join(parts), highlight=False)
+
+
+def print_runs(rows: list[dict]) -> None:
+    table = Table(title=f"{len(rows)} run(s)")
+    for column in ("workspace", "state", "samples", "started", "workflow"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            str(row["workspace"]), row["state"], f"{row['samples_done']}/{row['samples_total']}",
+            (row["started"] or "")[:19], row["workflow_id"],
+        )
+    console.print(table)

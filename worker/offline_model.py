@@ -1,0 +1,111 @@
+"""An Inspect model provider that needs no network: `steward/offline`.
+
+It answers the instruction ``Reply with: X`` with ``X`` (so `match()` scores it),
+and carries usage so Inspect never reaches for tiktoken. Behaviour that must not
+change task identity comes from the environment (never `model_args`, which are
+hashed into the task identifier):
+
+* ``STEWARD_OFFLINE_DELAY``      seconds each generate takes (float, default 0).
+* ``STEWARD_OFFLINE_FAIL``       regex; a sample whose input matches errors.
+* ``STEWARD_OFFLINE_CRASH``      regex; a sample whose input matches kills its
+                                 worker process (exit 70), as an OOM would.
+* ``STEWARD_OFFLINE_RATE_LIMIT`` fraction (0..1) of calls pushed back with a
+                                 rate-limit error that Inspect retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import re
+from typing import Any
+
+from inspect_ai.model import (
+    ChatMessage,
+    GenerateConfig,
+    ModelAPI,
+    ModelOutput,
+    ModelUsage,
+    modelapi,
+)
+from inspect_ai.model._model import RetryDecision
+from inspect_ai.tool import ToolChoice, ToolInfo
+
+_INSTRUCTION = re.compile(r"Reply with:\s*(.+)", re.IGNORECASE | re.DOTALL)
+
+
+class OfflineRateLimit(Exception):
+    """The simulated provider's 429."""
+
+
+class OfflineSampleFailure(Exception):
+    """A sample the environment asked to fail."""
+
+
+def _text_of(messages: list[ChatMessage]) -> str:
+    return "\n".join(message.text for message in messages)
+
+
+def reply_for(prompt: str) -> str:
+    match = _INSTRUCTION.search(prompt)
+    return match.group(1).strip().splitlines()[0] if match else "ok"
+
+
+@modelapi(name="steward")
+class OfflineModel(ModelAPI):
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig = GenerateConfig(),
+        **model_args: Any,
+    ) -> None:
+        super().__init__(model_name, base_url, api_key, [], config)
+
+    async def generate(
+        self,
+        input: list[ChatMessage],
+        tools: list[ToolInfo],
+        tool_choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> ModelOutput:
+        prompt = _text_of(input)
+        delay = float(os.environ.get("STEWARD_OFFLINE_DELAY", "0") or 0)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        crash = os.environ.get("STEWARD_OFFLINE_CRASH")
+        if crash and re.search(crash, prompt):
+            os._exit(70)
+        fail = os.environ.get("STEWARD_OFFLINE_FAIL")
+        if fail and re.search(fail, prompt):
+            raise OfflineSampleFailure(f"offline model told to fail on {fail!r}")
+        rate_limit = float(os.environ.get("STEWARD_OFFLINE_RATE_LIMIT", "0") or 0)
+        if rate_limit > 0 and random.random() < rate_limit:
+            raise OfflineRateLimit("429 Too Many Requests (simulated)")
+        completion = reply_for(prompt)
+        output = ModelOutput.from_content(model=self.model_name, content=completion)
+        output.usage = ModelUsage(
+            input_tokens=len(prompt.split()),
+            output_tokens=len(completion.split()),
+            total_tokens=len(prompt.split()) + len(completion.split()),
+        )
+        return output
+
+    def should_retry(self, ex: Exception) -> bool | RetryDecision:
+        if isinstance(ex, OfflineRateLimit):
+            return RetryDecision.rate_limit()
+        return RetryDecision.no()
+
+    def retry_wait(self) -> Any:
+        # Inspect's default backoff starts at 3 s; a simulator should recover fast.
+        from tenacity import wait_exponential_jitter
+
+        return wait_exponential_jitter(initial=0.05, max=0.5, jitter=0.05)
+
+    async def count_text_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def max_connections(self) -> int:
+        return 50

@@ -1,0 +1,70 @@
+"""The Steward worker: runs EvalRun workflows (shared queue) and this host's activities.
+
+`python -m worker.temporal_worker --address HOST:PORT` (what `steward worker` runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import structlog
+from temporalio.worker import Worker
+
+from activities.capture import capture_definition
+from activities.observe import observe_run
+from activities.processes import spawn_worker, stop_workers
+from activities.workspace_files import tidy_logs, write_workspace
+from workflows.contracts import WORKFLOW_TASK_QUEUE
+from workflows.eval_run import EvalRun
+
+from .connect import Target, connect, host_queue
+
+ACTIVITIES = [capture_definition, observe_run, spawn_worker, stop_workers, tidy_logs, write_workspace]
+log = structlog.get_logger("steward.worker")
+
+
+def build_workers(client, executor: ThreadPoolExecutor) -> list[Worker]:
+    return [
+        Worker(client, task_queue=WORKFLOW_TASK_QUEUE, workflows=[EvalRun]),
+        Worker(client, task_queue=host_queue(), activities=ACTIVITIES, activity_executor=executor),
+    ]
+
+
+async def serve(target: Target, ready_file: Path | None = None) -> None:
+    client = await connect(target)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    with ThreadPoolExecutor(max_workers=32) as executor:
+        workers = build_workers(client, executor)
+        runs = [asyncio.create_task(w.run()) for w in workers]
+        log.info("worker started", address=target.address, namespace=target.namespace, host_queue=host_queue())
+        if ready_file is not None:
+            ready_file.write_text("ready\n")
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait([stopper, *runs], return_when=asyncio.FIRST_COMPLETED)
+        log.info("worker stopping")
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+        for run in runs:
+            if run.done() and run.exception():
+                raise run.exception()  # type: ignore[misc]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m worker.temporal_worker")
+    parser.add_argument("--address", required=True)
+    parser.add_argument("--namespace", default="default")
+    parser.add_argument("--ready-file", type=Path)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    asyncio.run(serve(Target(args.address, args.namespace, embedded=True, ui_url=None), args.ready_file))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""What the CLI needs of a workspace, from the one place that does it (the CLI never imports
+activities directly; the worker hosts them)."""
+
+from activities.capture import DefinitionError, capture_definition_sync
+from activities.options import OptionsError, load_options
+from activities.workspace import (
+    DEFAULT_DEFINITION,
+    WorkspaceError,
+    find_workspace,
+    init_workspace,
+    workflow_id_for,
+    workspace_id,
+)
+
+__all__ = [
+    "DEFAULT_DEFINITION",
+    "DefinitionError",
+    "OptionsError",
+    "WorkspaceError",
+    "capture_definition_sync",
+    "find_workspace",
+    "init_workspace",
+    "load_options",
+    "workflow_id_for",
+    "workspace_id",
+]

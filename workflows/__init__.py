@@ -1,0 +1,1 @@
+"""Deterministic workflow definitions, their contracts and the pure policy they decide with."""

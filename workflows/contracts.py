@@ -1,0 +1,241 @@
+"""Pydantic contracts between the CLI, the run workflow and its activities."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+SEARCH_ATTRIBUTES: dict[str, str] = {
+    # name -> Temporal indexed value type, as `temporal server start-dev --search-attribute` wants it
+    "StewardWorkspace": "Keyword",
+    "StewardState": "Keyword",
+    "StewardSamplesDone": "Int",
+    "StewardSamplesTotal": "Int",
+}
+WORKFLOW_TASK_QUEUE = "steward"
+
+RunPhase = Literal["capturing", "running", "stalled", "finished", "cancelling", "cancelled", "failed"]
+TaskPhase = Literal["pending", "running", "complete", "stalled"]
+TERMINAL_PHASES: frozenset[str] = frozenset({"finished", "cancelled", "failed"})
+
+
+# ---------- capture ----------
+class TaskSpec(BaseModel):
+    """One resolved task (task x model) of the definition, as Inspect's capture reports it."""
+
+    name: str
+    model: str
+    identifier: str
+    registry_name: str | None = None
+    args_hash: str | None = None
+    file: str | None = None
+    samples: int
+    epochs: int = 1
+
+    @property
+    def planned_samples(self) -> int:
+        return self.samples * self.epochs
+
+
+class Capture(BaseModel):
+    tasks: list[TaskSpec]
+    log_dir: str | None = None  # the definition's own log_dir, if it passed one
+    max_samples: int | None = None  # the definition's own max_samples, if it set one
+
+
+class CaptureRequest(BaseModel):
+    workspace: str
+    definition: str
+
+
+# ---------- workers ----------
+class SelectedTask(BaseModel):
+    identifier: str
+    registry_name: str | None = None
+    args_hash: str | None = None
+    resume: str | None = None  # prior log whose completed samples are reused
+
+
+class SpawnRequest(BaseModel):
+    workspace: str
+    definition: str
+    worker_id: str
+    eval_set_id: str
+    log_dir: str
+    max_samples: int
+    tasks: list[SelectedTask]
+
+
+class WorkerProcess(BaseModel):
+    """A per-task eval worker: a detached process running the definition in selection mode."""
+
+    worker_id: str
+    tasks: list[str]  # task identifiers it runs
+    pid: int
+    create_time: float  # with pid, tells this process from a later one reusing the pid
+    socket: str  # Inspect control socket
+    output: str  # stdout/stderr file
+    started_at: datetime
+
+
+# ---------- observation ----------
+class Progress(BaseModel):
+    total: int = 0
+    completed: int = 0
+    errored: int = 0
+    in_flight: int = 0
+
+    @property
+    def done(self) -> int:
+        return self.completed + self.errored
+
+
+class TaskObservation(BaseModel):
+    identifier: str
+    progress: Progress | None = None  # None: nothing known yet
+    log: str | None = None  # newest log of the task
+    log_status: Literal["started", "success", "cancelled", "error"] | None = None
+    source: Literal["socket", "log", "none"] = "none"
+
+
+class ObserveRequest(BaseModel):
+    log_dir: str
+    workers: list[WorkerProcess]
+    tasks: list[TaskSpec]  # the tasks not yet complete
+
+
+class Observation(BaseModel):
+    alive: dict[str, bool] = Field(default_factory=dict)  # worker_id -> alive
+    tasks: dict[str, TaskObservation] = Field(default_factory=dict)
+
+
+class StopRequest(BaseModel):
+    workers: list[WorkerProcess]
+    grace_seconds: float = 30.0
+
+
+class StopResult(BaseModel):
+    stopped_gracefully: list[str] = Field(default_factory=list)
+    killed: list[str] = Field(default_factory=list)
+
+
+# ---------- run state ----------
+class TaskState(BaseModel):
+    spec: TaskSpec
+    phase: TaskPhase = "pending"
+    progress: Progress = Field(default_factory=Progress)
+    log: str | None = None
+    log_status: str | None = None
+    worker_id: str | None = None
+    attempts: int = 0  # workers started for it
+    fruitless: int = 0  # consecutive worker deaths without new completed samples
+    completed_at_spawn: int = 0
+    max_samples: int = 50
+
+
+class JournalEvent(BaseModel):
+    seq: int
+    at: datetime
+    event: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunSettings(BaseModel):
+    """The options the workflow decides with, resolved at launch."""
+
+    tend_interval: float = 600.0
+    stall_after: int = 2
+    max_workers: int | None = None
+    starting_max_samples: int = 50
+
+
+class RunInput(BaseModel):
+    workspace: str
+    workspace_id: str
+    definition: str
+    host_queue: str
+    log_dir: str  # the log dir Steward chose (used unless the definition names its own)
+    settings: RunSettings
+    launched_by: str = ""
+    web_ui: str | None = None  # the Temporal web UI page of this run, when there is one
+    state: RunState | None = None  # carried over continue-as-new
+
+
+class RunState(BaseModel):
+    phase: RunPhase = "capturing"
+    error: str | None = None
+    paused: bool = False
+    pause_reason: str | None = None
+    cancel_reason: str | None = None
+    log_dir: str = ""
+    tasks: list[TaskState] = Field(default_factory=list)
+    workers: dict[str, WorkerProcess] = Field(default_factory=dict)
+    worker_counter: int = 0
+    tend_count: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    last_tend_at: datetime | None = None
+    next_tend_at: datetime | None = None
+    journal_seq: int = 0
+    pending_journal: list[JournalEvent] = Field(default_factory=list)
+
+    def task(self, identifier: str) -> TaskState:
+        return next(t for t in self.tasks if t.spec.identifier == identifier)
+
+    @property
+    def samples_done(self) -> int:
+        return sum(t.progress.done for t in self.tasks)
+
+    @property
+    def samples_total(self) -> int:
+        return sum(t.spec.planned_samples for t in self.tasks)
+
+
+class TendSummary(BaseModel):
+    tend: int
+    at: datetime
+    phase: RunPhase
+    paused: bool
+    spawned: list[str] = Field(default_factory=list)  # task names
+    completed: list[str] = Field(default_factory=list)
+    stalled: list[str] = Field(default_factory=list)
+    restarted: list[str] = Field(default_factory=list)
+    samples_done: int = 0
+    samples_total: int = 0
+
+
+class RunStatus(BaseModel):
+    """What `steward status` shows: the state plus where the run lives."""
+
+    workflow_id: str
+    run_id: str | None = None
+    workspace: str
+    state: RunState
+    tend_interval: float
+    web_ui: str | None = None
+
+
+class WorkspaceWrite(BaseModel):
+    workspace: str
+    status: RunStatus
+    journal: list[JournalEvent]
+
+
+class TidyRequest(BaseModel):
+    log_dir: str
+    identifiers: list[str]
+
+
+class PauseRequest(BaseModel):
+    reason: str = ""
+    by: str = ""
+
+
+class CancelRequest(BaseModel):
+    reason: str = ""
+    by: str = ""
+
+
+RunInput.model_rebuild()

@@ -1,0 +1,340 @@
+"""EvalRun: one Inspect eval run as a durable workflow.
+
+Timers are the tend loop, signals and updates are commands, the query is the state, and
+every side effect is an activity on the host queue of the machine that holds the workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from .contracts import (
+        Capture,
+        CaptureRequest,
+        CancelRequest,
+        JournalEvent,
+        ObserveRequest,
+        Observation,
+        PauseRequest,
+        RunInput,
+        RunState,
+        RunStatus,
+        SelectedTask,
+        SpawnRequest,
+        StopRequest,
+        StopResult,
+        TendSummary,
+        TidyRequest,
+        WorkerProcess,
+        WorkspaceWrite,
+    )
+    from . import policy
+    from .eval_run_state import visible_state
+
+STATE_KEY = SearchAttributeKey.for_keyword("StewardState")
+WORKSPACE_KEY = SearchAttributeKey.for_keyword("StewardWorkspace")
+DONE_KEY = SearchAttributeKey.for_int("StewardSamplesDone")
+TOTAL_KEY = SearchAttributeKey.for_int("StewardSamplesTotal")
+
+_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
+
+
+@workflow.defn(name="EvalRun")
+class EvalRun:
+    def __init__(self) -> None:
+        self._input: RunInput | None = None
+        self._state = RunState()
+        self._lock = asyncio.Lock()
+        self._wake = False
+        self._cancel: CancelRequest | None = None
+
+    # ---------------------------------------------------------------- main loop
+    @workflow.run
+    async def run(self, run_input: RunInput) -> RunState:
+        self._input = run_input
+        if run_input.state is not None:
+            self._state = run_input.state
+        else:
+            self._state.started_at = workflow.now()
+            self._journal("launched", definition=run_input.definition, by=run_input.launched_by)
+            if not await self._capture():
+                return self._state
+
+        while self._state.phase not in ("finished", "cancelled", "failed"):
+            if self._cancel is not None:
+                await self._cancel_run()
+                break
+            await self._tend_locked()
+            if self._state.phase == "finished":
+                break
+            if workflow.info().is_continue_as_new_suggested():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(run_input.model_copy(update={"state": self._state}))
+            self._wake = False
+            try:
+                await workflow.wait_condition(
+                    lambda: self._wake or self._cancel is not None,
+                    timeout=timedelta(seconds=self._settings.tend_interval),
+                )
+            except asyncio.TimeoutError:
+                pass
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._state
+
+    # ---------------------------------------------------------------- commands
+    @workflow.query
+    def status(self) -> RunStatus:
+        return self._status()
+
+    @workflow.update
+    async def tend(self) -> TendSummary:
+        """Run one tend now and return what it did."""
+        return await self._tend_locked()
+
+    @tend.validator
+    def _validate_tend(self) -> None:
+        if self._state.phase in ("finished", "cancelled", "failed", "cancelling"):
+            raise ApplicationError(f"The run is {self._state.phase}; there is nothing to tend.")
+        if self._state.phase == "capturing":
+            raise ApplicationError("The run is still resolving its tasks; try again in a moment.")
+
+    @workflow.signal
+    def pause(self, request: PauseRequest) -> None:
+        if not self._state.paused:
+            self._state.paused, self._state.pause_reason = True, request.reason
+            self._journal("paused", reason=request.reason, by=request.by)
+        self._wake = True
+
+    @workflow.signal
+    def resume(self, request: PauseRequest) -> None:
+        if self._state.paused:
+            self._state.paused, self._state.pause_reason = False, None
+            self._journal("resumed", by=request.by)
+        self._wake = True
+
+    @workflow.signal
+    def cancel(self, request: CancelRequest) -> None:
+        if self._cancel is None:
+            self._cancel = request
+            self._journal("cancel requested", reason=request.reason, by=request.by)
+
+    # ---------------------------------------------------------------- steps
+    @property
+    def _settings(self):
+        assert self._input is not None
+        return self._input.settings
+
+    async def _capture(self) -> bool:
+        assert self._input is not None
+        try:
+            capture: Capture = await self._activity(
+                "capture_definition",
+                CaptureRequest(workspace=self._input.workspace, definition=self._input.definition),
+                result_type=Capture,
+                timeout=timedelta(minutes=10),
+            )
+        except ActivityError as err:
+            message = str(err.cause.message if isinstance(err.cause, ApplicationError) else err)
+            self._state.phase, self._state.error = "failed", message
+            self._state.finished_at = workflow.now()
+            self._journal("failed", error=message)
+            await self._write_workspace()
+            self._upsert_visibility()
+            return False
+        max_samples = policy.starting_max_samples(capture, self._settings)
+        self._state.tasks = policy.initial_tasks(capture, max_samples)
+        self._state.log_dir = capture.log_dir or self._input.log_dir
+        self._state.phase = "running"
+        self._journal(
+            "captured",
+            tasks=[t.name for t in capture.tasks],
+            samples=sum(t.planned_samples for t in capture.tasks),
+            log_dir=self._state.log_dir,
+        )
+        return True
+
+    async def _tend_locked(self) -> TendSummary:
+        async with self._lock:
+            return await self._tend()
+
+    async def _tend(self) -> TendSummary:
+        state = self._state
+        state.tend_count += 1
+        summary = TendSummary(tend=state.tend_count, at=workflow.now(), phase=state.phase, paused=state.paused)
+        if state.phase in ("finished", "cancelled", "failed", "cancelling"):
+            return summary
+
+        observation: Observation = await self._activity(
+            "observe_run",
+            ObserveRequest(
+                log_dir=state.log_dir,
+                workers=list(state.workers.values()),
+                tasks=[t.spec for t in policy.open_tasks(state)],
+            ),
+            result_type=Observation,
+        )
+        outcome = policy.apply_observation(state, observation, self._settings.stall_after)
+        for worker_id in outcome.exited_workers:
+            self._journal("worker exited", worker=worker_id)
+        for identifier in outcome.completed:
+            task = state.task(identifier)
+            summary.completed.append(task.spec.name)
+            self._journal("task complete", task=task.spec.name, log=task.log, samples=task.progress.done)
+        for identifier in outcome.stalled:
+            task = state.task(identifier)
+            summary.stalled.append(task.spec.name)
+            self._journal(
+                "task stalled",
+                task=task.spec.name,
+                attempts=task.attempts,
+                reason=f"{task.fruitless} worker deaths without a completed sample",
+            )
+        summary.restarted = [state.task(i).spec.name for i in outcome.restart]
+        if outcome.completed:
+            await self._activity(
+                "tidy_logs", TidyRequest(log_dir=state.log_dir, identifiers=outcome.completed)
+            )
+
+        state.phase = policy.run_phase(state)
+        for group in policy.plan_spawns(state, self._settings):
+            summary.spawned.extend(await self._spawn(group))
+
+        state.phase = policy.run_phase(state)
+        if state.phase == "finished":
+            state.finished_at = workflow.now()
+            self._journal("finished", samples=state.samples_done, tasks=len(state.tasks))
+        state.last_tend_at = workflow.now()
+        state.next_tend_at = (
+            None
+            if state.phase == "finished"
+            else workflow.now() + timedelta(seconds=self._settings.tend_interval)
+        )
+        summary.phase, summary.paused = state.phase, state.paused
+        summary.samples_done, summary.samples_total = state.samples_done, state.samples_total
+        self._journal(
+            "tend",
+            tend=state.tend_count,
+            phase=state.phase,
+            samples_done=summary.samples_done,
+            samples_total=summary.samples_total,
+            spawned=summary.spawned,
+        )
+        await self._write_workspace()
+        self._upsert_visibility()
+        return summary
+
+    async def _spawn(self, group: list[Any]) -> list[str]:
+        assert self._input is not None
+        state = self._state
+        state.worker_counter += 1
+        worker_id = f"w{state.worker_counter:04d}"
+        names = [t.spec.name for t in group]
+        self._journal("spawning", worker=worker_id, tasks=names)
+        request = SpawnRequest(
+            workspace=self._input.workspace,
+            definition=self._input.definition,
+            worker_id=worker_id,
+            eval_set_id=workflow.info().workflow_id,
+            log_dir=state.log_dir,
+            max_samples=max(t.max_samples for t in group),
+            tasks=[
+                SelectedTask(
+                    identifier=t.spec.identifier,
+                    registry_name=t.spec.registry_name,
+                    args_hash=t.spec.args_hash,
+                    resume=t.log if t.log and t.log_status != "success" else None,
+                )
+                for t in group
+            ],
+        )
+        worker: WorkerProcess = await self._activity("spawn_worker", request, result_type=WorkerProcess)
+        state.workers[worker_id] = worker
+        for task in group:
+            task.phase, task.worker_id = "running", worker_id
+            task.attempts += 1
+            task.completed_at_spawn = task.progress.completed
+        self._journal(
+            "spawned", worker=worker_id, tasks=names, pid=worker.pid, socket=worker.socket, output=worker.output
+        )
+        return names
+
+    async def _cancel_run(self) -> None:
+        assert self._cancel is not None
+        state = self._state
+        state.phase, state.cancel_reason = "cancelling", self._cancel.reason
+        self._upsert_visibility()
+        result: StopResult = await self._activity(
+            "stop_workers",
+            StopRequest(workers=list(state.workers.values()), grace_seconds=30.0),
+            result_type=StopResult,
+            timeout=timedelta(minutes=3),
+        )
+        state.workers.clear()
+        for task in state.tasks:
+            if task.phase in ("pending", "running"):
+                task.phase, task.worker_id = "pending", None
+        state.phase, state.finished_at, state.next_tend_at = "cancelled", workflow.now(), None
+        self._journal(
+            "cancelled", reason=self._cancel.reason, by=self._cancel.by,
+            stopped=result.stopped_gracefully, killed=result.killed,
+        )
+        await self._write_workspace()
+        self._upsert_visibility()
+
+    # ---------------------------------------------------------------- helpers
+    async def _activity(self, name: str, arg: Any, *, result_type: Any = None, timeout: timedelta | None = None) -> Any:
+        assert self._input is not None
+        return await workflow.execute_activity(
+            name,
+            arg,
+            task_queue=self._input.host_queue,
+            result_type=result_type,
+            start_to_close_timeout=timeout or timedelta(minutes=2),
+            retry_policy=_RETRY,
+        )
+
+    def _journal(self, event: str, **data: Any) -> None:
+        self._state.journal_seq += 1
+        self._state.pending_journal.append(
+            JournalEvent(seq=self._state.journal_seq, at=workflow.now(), event=event, data=data)
+        )
+
+    def _status(self) -> RunStatus:
+        assert self._input is not None
+        info = workflow.info()
+        return RunStatus(
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            workspace=self._input.workspace,
+            state=self._state.model_copy(update={"pending_journal": []}),
+            tend_interval=self._settings.tend_interval,
+            web_ui=self._input.web_ui,
+        )
+
+    async def _write_workspace(self) -> None:
+        assert self._input is not None
+        pending = list(self._state.pending_journal)
+        await self._activity(
+            "write_workspace",
+            WorkspaceWrite(workspace=self._input.workspace, status=self._status(), journal=pending),
+        )
+        # Only what was written leaves the queue; the activity skips seqs already on disk.
+        written = {e.seq for e in pending}
+        self._state.pending_journal = [e for e in self._state.pending_journal if e.seq not in written]
+
+    def _upsert_visibility(self) -> None:
+        state = self._state
+        workflow.upsert_search_attributes(
+            [
+                STATE_KEY.value_set(visible_state(state)),
+                DONE_KEY.value_set(state.samples_done),
+                TOTAL_KEY.value_set(state.samples_total),
+            ]
+        )

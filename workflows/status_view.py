@@ -1,0 +1,61 @@
+"""Render a run's state as the operator's page (status.md) and as table rows. Pure."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .contracts import RunStatus, TaskState
+from .eval_run_state import describe_state
+from .options import format_duration
+
+
+def _when(at: datetime | None) -> str:
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC") if at else "—"
+
+
+def task_rows(tasks: list[TaskState]) -> list[dict]:
+    return [
+        {
+            "task": t.spec.name,
+            "model": t.spec.model,
+            "phase": t.phase,
+            "done": t.progress.done,
+            "total": t.spec.planned_samples,
+            "errored": t.progress.errored,
+            "in_flight": t.progress.in_flight,
+            "attempts": t.attempts,
+            "max_samples": t.max_samples,
+        }
+        for t in tasks
+    ]
+
+
+def render_status_markdown(status: RunStatus) -> str:
+    state = status.state
+    lines = [
+        f"# Run status: {describe_state(state)}",
+        "",
+        f"- Workspace: `{status.workspace}`",
+        f"- Workflow: `{status.workflow_id}`" + (f" — {status.web_ui}" if status.web_ui else ""),
+        f"- Progress: {state.samples_done} / {state.samples_total} samples",
+        f"- Started: {_when(state.started_at)}",
+        f"- Last tend: {_when(state.last_tend_at)} (tend #{state.tend_count})",
+        f"- Next tend: {_when(state.next_tend_at)} (every {format_duration(status.tend_interval)})",
+        f"- Logs: `{state.log_dir or '—'}`",
+    ]
+    if state.paused:
+        lines.append(f"- **Paused**: {state.pause_reason or 'no reason given'} (`steward resume` to continue)")
+    if state.error:
+        lines.append(f"- **Error**: {state.error}")
+    if state.cancel_reason is not None:
+        lines.append(f"- Cancelled: {state.cancel_reason or 'no reason given'}")
+    stalled = [t.spec.name for t in state.tasks if t.phase == "stalled"]
+    if stalled:
+        lines.append(f"- **Needs you**: given up after repeated worker deaths: {', '.join(stalled)}")
+    lines += ["", "| task | model | state | samples | errors | in flight | attempts |", "|---|---|---|---|---|---|---|"]
+    for row in task_rows(state.tasks):
+        lines.append(
+            f"| {row['task']} | {row['model']} | {row['phase']} | {row['done']}/{row['total']} "
+            f"| {row['errored']} | {row['in_flight']} | {row['attempts']} |"
+        )
+    return "\n".join(lines) + "\n"
