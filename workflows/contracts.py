@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 SEARCH_ATTRIBUTES: dict[str, str] = {
     # name -> Temporal indexed value type, as `temporal server start-dev --search-attribute` wants it
@@ -184,10 +184,12 @@ class RunState(BaseModel):
     def task(self, identifier: str) -> TaskState:
         return next(t for t in self.tasks if t.spec.identifier == identifier)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def samples_done(self) -> int:
         return sum(t.progress.done for t in self.tasks)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def samples_total(self) -> int:
         return sum(t.spec.planned_samples for t in self.tasks)

@@ -1,0 +1,55 @@
+"""One embedded Temporal dev server and one Steward worker per test session, on free
+ports and a private data directory, driven through the real `steward` CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .helpers import Steward, free_port
+
+
+def _session_env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEWARD_", "INSPECT_EVAL_SET"))}
+    env.update(
+        STEWARD_DATA_DIR=str(data_dir),
+        STEWARD_TEMPORAL_PORT=str(free_port()),
+        STEWARD_TEMPORAL_UI_PORT=str(free_port()),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+@pytest.fixture(scope="session")
+def steward() -> Steward:
+    data_dir = Path(tempfile.mkdtemp(prefix="steward-test-data-"))
+    runner = Steward(_session_env(data_dir))
+    runner.ok("server", "start")
+    runner.ok("worker", "start")
+    yield runner
+    runner("worker", "stop")
+    runner("server", "stop")
+    _reap_leftovers(data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _reap_leftovers(data_dir: Path) -> None:
+    """Kill any process this session left behind that still uses its data dir or workspaces."""
+    me = os.getpid()
+    for process in psutil.process_iter(["pid", "environ"]):
+        try:
+            if process.pid != me and (process.info["environ"] or {}).get("STEWARD_DATA_DIR") == str(data_dir):
+                os.kill(process.pid, signal.SIGKILL)
+        except (psutil.Error, OSError):
+            pass
+
+
+@pytest.fixture
+def workspace_root(tmp_path: Path) -> Path:
+    return tmp_path

@@ -1,0 +1,158 @@
+"""Test helpers: run the real `steward` CLI, write workspaces, wait for conditions."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+
+STEWARD = str(Path(sys.executable).parent / "steward")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+class Steward:
+    """Runs the real CLI against this test session's embedded Temporal and worker."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def __call__(self, *args: str, cwd: Path | None = None, timeout: float = 180, env: dict | None = None) -> Result:
+        done = subprocess.run(
+            [STEWARD, *args],
+            cwd=cwd,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        return Result(done.returncode, done.stdout, done.stderr)
+
+    def ok(self, *args: str, cwd: Path | None = None, **kw: Any) -> Any:
+        result = self(*args, "--json", cwd=cwd, **kw)
+        assert result.code == 0, f"steward {' '.join(args)} exited {result.code}: {result.stdout}{result.stderr}"
+        return result.json
+
+    def status(self, cwd: Path) -> dict:
+        return self.ok("status", cwd=cwd)
+
+    def wait_phase(self, cwd: Path, phases: set[str], timeout: float = 180, tend: bool = False) -> dict:
+        """Poll status until the run's phase is one of `phases` (optionally tending each time)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if tend:
+                self("tend", cwd=cwd)
+            status = self.status(cwd)
+            if status["state"]["phase"] in phases:
+                return status
+            if time.monotonic() > deadline:
+                raise AssertionError(f"run never reached {phases}: {json.dumps(status['state'], indent=1)[:3000]}")
+            time.sleep(0.5)
+
+    def data_dir(self) -> Path:
+        return Path(self.env["STEWARD_DATA_DIR"])
+
+    def service_pid(self, name: str) -> int:
+        return json.loads((self.data_dir() / f"{name}.pid").read_text())["pid"]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 60, interval: float = 0.3, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+TASK_TEMPLATE = '''
+@task
+def {name}():
+    return Task(dataset=samples("{name}", {samples}), solver=generate(), scorer=match(){extra})
+'''
+
+DEFINITION_HEAD = '''from inspect_ai import Task, eval_set, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import match
+from inspect_ai.solver import generate
+
+
+def samples(prefix, count, marker=""):
+    return [
+        Sample(id=i, input=f"Reply with: {{prefix}}-{{i}}{{marker}}", target=f"{{prefix}}-{{i}}{{marker}}")
+        for i in range(1, count + 1)
+    ]
+'''
+
+
+def write_definition(workspace: Path, tasks: dict[str, int], *, crash: set[str] = frozenset(), epochs: int = 1,
+                     tail: str = "", name: str = "evalset.py") -> Path:
+    """A definition of `tasks` (name -> sample count) on the offline model. Tasks in `crash`
+    carry the CRASH marker in every input (with STEWARD_OFFLINE_CRASH=CRASH they kill their worker)."""
+    body = DEFINITION_HEAD.format()
+    for task_name, count in tasks.items():
+        body += TASK_TEMPLATE.format(name=task_name, samples=count, extra="")
+        if task_name in crash:
+            body = body.replace(f'samples("{task_name}", {count})', f'samples("{task_name}", {count}, " CRASH")')
+    calls = ", ".join(f"{t}()" for t in tasks)
+    body += f'\n\neval_set(tasks=[{calls}], model="steward/offline", epochs={epochs}{tail})\n'
+    path = workspace / name
+    path.write_text(body)
+    return path
+
+
+def make_workspace(steward: Steward, root: Path, tasks: dict[str, int], *, options: str = "", dotenv: str = "",
+                   **definition: Any) -> Path:
+    workspace = root / "ws"
+    steward.ok("init", str(workspace))
+    write_definition(workspace, tasks, **definition)
+    with open(workspace / "_steward.yaml", "a") as handle:
+        handle.write("\ntend_interval: 2s\n" + options)
+    if dotenv:
+        (workspace / ".env").write_text(dotenv)
+    return workspace
+
+
+def read_logs(log_dir: Path) -> dict[str, list[tuple[Any, int]]]:
+    """task name -> [(sample id, epoch)] over every .eval file in the log dir; also asserts success."""
+    from inspect_ai.log import read_eval_log
+
+    found: dict[str, list[tuple[Any, int]]] = {}
+    for path in sorted(log_dir.glob("*.eval")):
+        log = read_eval_log(str(path))
+        assert log.status == "success", f"{path.name} is {log.status}"
+        found.setdefault(log.eval.task, []).extend((s.id, s.epoch) for s in log.samples or [])
+    return found

@@ -1,0 +1,111 @@
+"""A run from `steward init` to finished, and the commands that steer it (real Temporal,
+real Inspect workers, real processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+from .helpers import make_workspace, pid_alive, read_logs, wait_for
+
+
+def test_init_launch_finished_three_tasks(steward, workspace_root):
+    workspace = make_workspace(steward, workspace_root, {"alpha": 6, "beta": 5, "gamma": 4})
+    launched = steward.ok("launch", cwd=workspace)
+    assert launched["state"]["phase"] == "running"
+    assert [t["spec"]["name"] for t in launched["state"]["tasks"]] == ["alpha", "beta", "gamma"]
+    assert launched["web_ui"].startswith("http://127.0.0.1:")
+
+    status = steward.wait_phase(workspace, {"finished"})
+    assert status["state"]["samples_done"] == 15
+    assert all(t["phase"] == "complete" and t["attempts"] == 1 for t in status["state"]["tasks"])
+
+    logs = sorted((workspace / "logs").glob("*.eval"))
+    assert len(logs) == 3
+    samples = read_logs(workspace / "logs")
+    assert {task: sorted(ids) for task, ids in samples.items()} == {
+        "alpha": [(i, 1) for i in range(1, 7)],
+        "beta": [(i, 1) for i in range(1, 6)],
+        "gamma": [(i, 1) for i in range(1, 5)],
+    }
+
+    assert (workspace / "status.md").read_text().startswith("# Run status: finished")
+    journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+    assert [e["seq"] for e in journal] == list(range(1, len(journal) + 1))
+    events = [e["event"] for e in journal]
+    assert events[0] == "launched" and "finished" in events
+    assert events.count("spawned") == 3
+
+    runs = steward.ok("runs")["runs"]
+    mine = [r for r in runs if r["workflow_id"] == status["workflow_id"]]
+    assert mine and mine[0]["state"] == "finished" and mine[0]["samples_done"] == 15
+    assert mine[0]["workspace"] == str(workspace)
+
+
+def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):
+    workspace = make_workspace(
+        steward, workspace_root, {"first": 12, "second": 12},
+        options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
+        dotenv="STEWARD_OFFLINE_DELAY=0.7\n",
+    )
+    steward.ok("launch", cwd=workspace)
+    steward.ok("pause", "--reason", "provider maintenance", cwd=workspace)
+    status = steward.status(workspace)
+    assert status["state"]["paused"] is True
+    assert status["state"]["pause_reason"] == "provider maintenance"
+    workers = {w["tasks"][0]: w for w in status["state"]["workers"].values()}
+    second_id = next(t["spec"]["identifier"] for t in status["state"]["tasks"] if t["spec"]["name"] == "second")
+
+    # A worker that dies while paused is not replaced...
+    os.kill(workers[second_id]["pid"], signal.SIGKILL)
+    summary = steward.ok("tend", cwd=workspace)
+    assert summary["paused"] is True and summary["spawned"] == []
+    tasks = {t["spec"]["name"]: t for t in steward.status(workspace)["state"]["tasks"]}
+    assert tasks["second"]["phase"] == "pending" and tasks["second"]["attempts"] == 1
+    assert "Paused" in (workspace / "status.md").read_text()
+    # ...while the running worker finishes its task.
+    wait_for(
+        lambda: steward.ok("tend", cwd=workspace)["completed"] == ["first"] or
+        {t["spec"]["name"]: t["phase"] for t in steward.status(workspace)["state"]["tasks"]}["first"] == "complete",
+        timeout=120, interval=1, what="the first task to finish while paused",
+    )
+    assert steward.status(workspace)["state"]["phase"] == "running"
+
+    # Resuming wakes the run: it respawns the task at once, without waiting for a timer.
+    steward.ok("resume", cwd=workspace)
+    wait_for(
+        lambda: {t["spec"]["name"]: t["attempts"] for t in steward.status(workspace)["state"]["tasks"]}["second"] == 2,
+        what="the second task to be respawned after resume",
+    )
+    status = steward.wait_phase(workspace, {"finished"}, tend=True)
+    assert {t["spec"]["name"]: t["attempts"] for t in status["state"]["tasks"]} == {"first": 1, "second": 2}
+    assert {task: len(ids) for task, ids in read_logs(workspace / "logs").items()} == {"first": 12, "second": 12}
+
+
+def test_cancel_ends_cancelled_and_leaves_no_live_process(steward, workspace_root):
+    workspace = make_workspace(
+        steward, workspace_root, {"slow_a": 30, "slow_b": 30},
+        options="samples_ramp: [1, 10]\n",
+        dotenv="STEWARD_OFFLINE_DELAY=2\n",
+    )
+    steward.ok("launch", cwd=workspace)
+    status = wait_for(
+        lambda: (s := steward.status(workspace)) and len(s["state"]["workers"]) == 2 and s,
+        what="two workers",
+    )
+    pids = [w["pid"] for w in status["state"]["workers"].values()]
+    assert all(pid_alive(pid) for pid in pids)
+
+    cancelled = steward.ok("cancel", "--reason", "wrong model", cwd=workspace)
+    assert cancelled["state"]["phase"] == "cancelled"
+    assert cancelled["state"]["cancel_reason"] == "wrong model"
+    assert not any(pid_alive(pid) for pid in pids)
+
+    again = steward.status(workspace)
+    assert again["state"]["phase"] == "cancelled"
+    runs = {r["workflow_id"]: r for r in steward.ok("runs")["runs"]}
+    assert runs[again["workflow_id"]]["state"] == "cancelled"
+    # A cancelled run takes no more commands, with one clear sentence.
+    refused = steward("tend", cwd=workspace)
+    assert refused.code == 1 and "already cancelled" in refused.stderr
