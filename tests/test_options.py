@@ -1,0 +1,71 @@
+"""Options: _steward.yaml > STEWARD_<OPTION> > .env (workspace or a parent) > default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from activities.options import OptionsError, load_options
+from workflows.options import StewardOptions, format_duration, parse_duration
+
+
+def test_defaults_are_the_seeds():
+    options = StewardOptions()
+    assert options.tend_interval == 600 and options.heartbeat == 3600 and options.stuck_after == 5 * 3600
+    assert options.samples_ramp == (50, 200) and options.stall_after == 2 and options.max_workers is None
+
+
+@pytest.mark.parametrize("text, seconds", [("30s", 30), ("10m", 600), ("1h", 3600), ("2d", 172800), ("1.5h", 5400)])
+def test_durations_need_a_unit(text, seconds):
+    assert parse_duration(text) == seconds
+    assert parse_duration(format_duration(seconds)) == seconds
+
+
+@pytest.mark.parametrize("bad", ["10", 10, "10 minutes", "", "m"])
+def test_durations_without_unit_are_refused(bad):
+    with pytest.raises(ValueError):
+        parse_duration(bad)
+
+
+def test_precedence(tmp_path: Path):
+    parent, workspace = tmp_path, tmp_path / "ws"
+    workspace.mkdir()
+    (parent / ".env").write_text("STEWARD_STALL_AFTER=5\nSTEWARD_MAX_WORKERS=3\nSTEWARD_STUCK_AFTER=2h\n")
+    (workspace / ".env").write_text("STEWARD_STALL_AFTER=6\n")
+    (workspace / "_steward.yaml").write_text("tend_interval: 5m\n")
+    env = {"STEWARD_TEND_INTERVAL": "7m", "STEWARD_MAX_WORKERS": "4"}
+    options = load_options(workspace, environ=env)
+    assert options.tend_interval == 300  # the file beats the environment
+    assert options.max_workers == 4  # the environment beats .env
+    assert options.stall_after == 6  # the workspace's .env beats its parent's
+    assert options.stuck_after == 7200  # a parent's .env beats the default
+    assert options.heartbeat == 3600
+
+
+def test_environment_values_parse(tmp_path: Path):
+    env = {"STEWARD_SAMPLES_RAMP": "[40, 300]", "STEWARD_HEARTBEAT": "false",
+           "STEWARD_PREAUTHORIZED": '{"ProviderTimeout*": "rerun"}', "STEWARD_SCANNERS": "a,b"}
+    options = load_options(tmp_path, environ=env)
+    assert options.samples_ramp == (40, 300) and options.heartbeat is False
+    assert options.preauthorized == {"ProviderTimeout*": "rerun"} and options.scanners == ["a", "b"]
+    assert load_options(tmp_path, environ={"STEWARD_SAMPLES_RAMP": "false"}).samples_ramp is False
+
+
+@pytest.mark.parametrize(
+    "yaml_text, needle",
+    [
+        ("bogus: 1\n", "Unknown option 'bogus'"),
+        ("tend_interval: 600\n", "with a unit"),
+        ("max_workers: 0\n", "greater than or equal to 1"),
+        ("preauthorized: {'X*': nuke}\n", "'rerun', 'exclude', 'zero' or 'score'"),
+        ("samples_ramp: [0, 10]\n", "1 <= low <= high"),
+        ("- a list\n", "must be a mapping"),
+    ],
+)
+def test_refusals_name_key_file_and_what_is_allowed(tmp_path: Path, yaml_text, needle):
+    (tmp_path / "_steward.yaml").write_text(yaml_text)
+    with pytest.raises(OptionsError) as refused:
+        load_options(tmp_path, environ={})
+    message = str(refused.value)
+    assert needle in message and "_steward.yaml" in message and "\n" not in message

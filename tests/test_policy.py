@@ -1,0 +1,110 @@
+"""The run's pure policy, without Temporal."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from workflows.contracts import (
+    Capture,
+    Observation,
+    Progress,
+    RunSettings,
+    RunState,
+    TaskObservation,
+    TaskSpec,
+    WorkerProcess,
+)
+from workflows import policy
+
+
+def _spec(name: str, samples: int = 10) -> TaskSpec:
+    return TaskSpec(name=name, model="steward/offline", identifier=f"id-{name}", samples=samples)
+
+
+def _state(*names: str) -> RunState:
+    state = RunState(phase="running")
+    state.tasks = policy.initial_tasks(Capture(tasks=[_spec(n) for n in names]), 50)
+    return state
+
+
+def _run(state: RunState, worker_id: str, *names: str) -> None:
+    state.workers[worker_id] = WorkerProcess(
+        worker_id=worker_id, tasks=[f"id-{n}" for n in names], pid=1, create_time=0.0,
+        socket="s", output="o", started_at=datetime.now(timezone.utc),
+    )
+    for name in names:
+        task = state.task(f"id-{name}")
+        task.phase, task.worker_id, task.completed_at_spawn = "running", worker_id, task.progress.completed
+        task.attempts += 1
+
+
+def test_starting_max_samples_honours_the_definition():
+    settings = RunSettings(starting_max_samples=50)
+    assert policy.starting_max_samples(Capture(tasks=[], max_samples=None), settings) == 50
+    assert policy.starting_max_samples(Capture(tasks=[], max_samples=7), settings) == 7
+
+
+def test_success_log_completes_a_task_and_the_run():
+    state = _state("a")
+    _run(state, "w1", "a")
+    seen = Observation(tasks={"id-a": TaskObservation(identifier="id-a", log="l", log_status="success",
+                                                      progress=Progress(total=10, completed=10))})
+    outcome = policy.apply_observation(state, seen, stall_after=2)
+    assert outcome.completed == ["id-a"]
+    assert policy.run_phase(state) == "finished"
+
+
+def test_no_news_of_a_worker_is_not_death():
+    state = _state("a")
+    _run(state, "w1", "a")
+    outcome = policy.apply_observation(state, Observation(), stall_after=2)
+    assert outcome.exited_workers == [] and "w1" in state.workers
+
+
+def test_dead_worker_with_progress_is_restarted_and_resets_the_count():
+    state = _state("a")
+    _run(state, "w1", "a")
+    state.task("id-a").fruitless = 2
+    seen = Observation(alive={"w1": False},
+                       tasks={"id-a": TaskObservation(identifier="id-a", progress=Progress(total=10, completed=4))})
+    outcome = policy.apply_observation(state, seen, stall_after=2)
+    assert outcome.restart == ["id-a"] and state.task("id-a").fruitless == 0
+    assert state.task("id-a").phase == "pending" and not state.workers
+
+
+def test_fruitless_respawns_give_a_task_up_after_stall_after():
+    state = _state("a")
+    for attempt in range(1, 4):
+        _run(state, f"w{attempt}", "a")
+        outcome = policy.apply_observation(state, Observation(alive={f"w{attempt}": False}), stall_after=2)
+        if attempt <= 2:
+            assert outcome.restart == ["id-a"], attempt
+        else:
+            assert outcome.stalled == ["id-a"]
+    assert state.task("id-a").phase == "stalled" and state.task("id-a").attempts == 3
+    assert policy.run_phase(state) == "stalled"
+
+
+def test_spawns_one_worker_per_task_by_default():
+    state = _state("a", "b", "c")
+    groups = policy.plan_spawns(state, RunSettings())
+    assert [[t.spec.name for t in g] for g in groups] == [["a"], ["b"], ["c"]]
+
+
+def test_max_workers_packs_tasks_into_free_slots():
+    state = _state("a", "b", "c", "d", "e")
+    groups = policy.plan_spawns(state, RunSettings(max_workers=2))
+    assert [[t.spec.name for t in g] for g in groups] == [["a", "c", "e"], ["b", "d"]]
+    _run(state, "w1", "a", "c", "e")
+    state.task("id-b").phase = state.task("id-d").phase = "pending"
+    assert [[t.spec.name for t in g] for g in policy.plan_spawns(state, RunSettings(max_workers=2))] == [["b", "d"]]
+    _run(state, "w2", "b", "d")
+    assert policy.plan_spawns(state, RunSettings(max_workers=2)) == []
+
+
+def test_paused_or_ended_runs_spawn_nothing():
+    state = _state("a")
+    state.paused = True
+    assert policy.plan_spawns(state, RunSettings()) == []
+    state.paused, state.phase = False, "cancelling"
+    assert policy.plan_spawns(state, RunSettings()) == []
