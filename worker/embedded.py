@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -186,6 +187,8 @@ def start_server(target: Target, ui_port: int) -> ServiceStatus:
     ]
     for name, kind in SEARCH_ATTRIBUTES.items():
         command += ["--search-attribute", f"{name}={kind}"]
+    # Extra dev-server flags, e.g. --dynamic-config-value for tests and experiments.
+    command += shlex.split(os.environ.get("STEWARD_TEMPORAL_DEV_ARGS", ""))
     process = _spawn_detached(command, "temporal")
     _write_pid("temporal", process.pid, address=target.address, ui_port=ui_port)
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S

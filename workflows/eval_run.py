@@ -74,19 +74,24 @@ class EvalRun:
             await self._tend_locked()
             if self._state.phase == "finished":
                 break
-            if workflow.info().is_continue_as_new_suggested():
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(run_input.model_copy(update={"state": self._state}))
             self._wake = False
             try:
                 await workflow.wait_condition(
-                    lambda: self._wake or self._cancel is not None,
+                    lambda: self._wake or self._cancel is not None or self._history_full(),
                     timeout=timedelta(seconds=self._settings.tend_interval),
                 )
             except asyncio.TimeoutError:
                 pass
+            if self._history_full() and self._cancel is None:
+                # Tends driven by updates grow the history too: hand over between tends.
+                await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self._lock.locked())
+                workflow.continue_as_new(run_input.model_copy(update={"state": self._state}))
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._state
+
+    @staticmethod
+    def _history_full() -> bool:
+        return workflow.info().is_continue_as_new_suggested()
 
     # ---------------------------------------------------------------- commands
     @workflow.query

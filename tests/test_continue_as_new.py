@@ -1,0 +1,33 @@
+"""Long runs continue-as-new when Temporal suggests it, carrying their whole state.
+
+The test server suggests it after 150 history events (conftest), about eight tends."""
+
+from __future__ import annotations
+
+import json
+
+from .helpers import make_workspace, read_logs
+
+
+def test_state_survives_continue_as_new(steward, workspace_root):
+    workspace = make_workspace(
+        steward, workspace_root, {"long": 30}, options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
+        dotenv="STEWARD_OFFLINE_DELAY=3\n",
+    )
+    first = steward.ok("launch", cwd=workspace)
+    steward.ok("pause", "--reason", "kept across continue-as-new", cwd=workspace)
+    run_ids = {first["run_id"]}
+    for _ in range(14):
+        steward.ok("tend", cwd=workspace)
+        run_ids.add(steward.status(workspace)["run_id"])
+    assert len(run_ids) >= 2, "the run never continued as new"
+
+    carried = steward.status(workspace)["state"]
+    assert carried["paused"] is True and carried["pause_reason"] == "kept across continue-as-new"
+    assert carried["tend_count"] >= 15 and carried["tasks"][0]["attempts"] == 1
+    steward.ok("resume", cwd=workspace)
+    steward.wait_phase(workspace, {"finished"}, tend=True)
+
+    journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+    assert [e["seq"] for e in journal] == list(range(1, len(journal) + 1))
+    assert {task: len(ids) for task, ids in read_logs(workspace / "logs").items()} == {"long": 30}
