@@ -78,7 +78,9 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
         for t in document.get("tasks", [])
     ]
     if not tasks:
-        raise DefinitionError(f"The definition {definition} resolved no tasks; pass eval_set() at least one.")
+        raise DefinitionError(
+            f"The definition {definition} resolved no tasks; pass eval_set() at least one."
+        )
     log_dir = options.get("log_dir")
     if log_dir and "://" not in log_dir:
         log_dir = str((Path(workspace) / log_dir).resolve())

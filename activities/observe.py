@@ -14,7 +14,13 @@ from typing import Any
 import httpx
 from temporalio import activity
 
-from workflows.contracts import Observation, ObserveRequest, Progress, TaskObservation, WorkerProcess
+from workflows.contracts import (
+    Observation,
+    ObserveRequest,
+    Progress,
+    TaskObservation,
+    WorkerProcess,
+)
 
 from .processes import is_alive
 

@@ -41,7 +41,9 @@ def read_options_file(path: Path) -> dict[str, Any]:
         where = f" at line {mark.line + 1}" if mark else ""
         raise OptionsError(f"{path} is not valid YAML{where}; fix the syntax there.") from err
     if not isinstance(document, dict):
-        raise OptionsError(f"{path} must be a mapping of option: value, not a {type(document).__name__}.")
+        raise OptionsError(
+            f"{path} must be a mapping of option: value, not a {type(document).__name__}."
+        )
     allowed = list(StewardOptions.model_fields)
     for key in document:
         if key not in allowed:
@@ -59,7 +61,7 @@ def _describe_allowed(error: dict) -> str:
     return message
 
 
-def load_options(workspace: Path, environ: dict[str, str] | None = None) -> StewardOptions:
+def load_options(workspace: Path) -> StewardOptions:
     """Resolve the workspace's options or raise OptionsError."""
     workspace = workspace.resolve()
     options_path = workspace / OPTIONS_FILE
@@ -86,9 +88,6 @@ def load_options(workspace: Path, environ: dict[str, str] | None = None) -> Stew
         ) -> tuple[PydanticBaseSettingsSource, ...]:
             return (InitSettingsSource(settings_cls, from_file), env_settings, dotenv_settings)
 
-    saved = None
-    if environ is not None:
-        saved, os.environ = os.environ, environ  # type: ignore[assignment]
     try:
         loaded = WorkspaceOptions()
     except ValidationError as err:
@@ -98,9 +97,6 @@ def load_options(workspace: Path, environ: dict[str, str] | None = None) -> Stew
             f"Option '{key}' {_where(key, from_file, options_path, dotenvs)} is not allowed: "
             f"expected {_describe_allowed(first)}."
         ) from err
-    finally:
-        if saved is not None:
-            os.environ = saved  # type: ignore[assignment]
     # Already validated: copy the values over without re-reading durations as bare numbers.
     return StewardOptions.model_construct(**loaded.model_dump())
 

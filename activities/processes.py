@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
@@ -75,7 +75,9 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
     selection = directory / f"{request.worker_id}.selection.json"
     output = directory / f"{request.worker_id}.log"
     _write_json_atomic(selection, _selection_document(request))
-    _write_json_atomic(record_path, {"state": "spawning", "selection": str(selection), "output": str(output)})
+    _write_json_atomic(
+        record_path, {"state": "spawning", "selection": str(selection), "output": str(output)}
+    )
     env = {**os.environ, "INSPECT_EVAL_SET_SELECTION": str(selection)}
     env.pop("INSPECT_EVAL_SET_CAPTURE", None)
     with open(output, "ab") as out:
@@ -96,11 +98,16 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
         create_time=psutil.Process(process.pid).create_time(),
         socket=control_socket(process.pid),
         output=str(output),
-        started_at=datetime.now(timezone.utc),
+        started_at=datetime.now(UTC),
     )
     _write_json_atomic(
         record_path,
-        {"state": "spawned", "pid": worker.pid, "create_time": worker.create_time, "worker": worker.model_dump(mode="json")},
+        {
+            "state": "spawned",
+            "pid": worker.pid,
+            "create_time": worker.create_time,
+            "worker": worker.model_dump(mode="json"),
+        },
     )
     return worker
 

@@ -47,7 +47,10 @@ def last_journal_seq(path: Path) -> int:
 
 
 def journal_line(event: JournalEvent) -> str:
-    return json.dumps({"seq": event.seq, "at": event.at.isoformat(), "event": event.event, **event.data}, default=str)
+    return json.dumps(
+        {"seq": event.seq, "at": event.at.isoformat(), "event": event.event, **event.data},
+        default=str,
+    )
 
 
 def append_journal(workspace: Path, events: list[JournalEvent]) -> int:

@@ -6,8 +6,9 @@ import asyncio
 import functools
 import getpass
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated
 
 import typer
 
@@ -30,7 +31,8 @@ app.add_typer(worker_app, name="worker")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (for agents).")]
 WorkspaceOpt = Annotated[
-    Optional[Path], typer.Option("--workspace", "-w", help="Workspace directory (default: the current one).")
+    Path | None,
+    typer.Option("--workspace", "-w", help="Workspace directory (default: the current one)."),
 ]
 ByOpt = Annotated[str, typer.Option("--by", help="Who is acting (recorded in the journal).")]
 
@@ -50,7 +52,12 @@ def command(fn: Callable) -> Callable:
         except Exception as err:  # a bug or an outage: one line, unless debugging
             if os.environ.get("STEWARD_DEBUG"):
                 raise
-            fail(CommandError(f"unexpected {type(err).__name__}: {err} (set STEWARD_DEBUG=1 for details)"), as_json)
+            fail(
+                CommandError(
+                    f"unexpected {type(err).__name__}: {err} (set STEWARD_DEBUG=1 for details)"
+                ),
+                as_json,
+            )
         finish(OK)
 
     return wrapper
@@ -65,7 +72,9 @@ def _who(by: str) -> str:
 @command
 def init(
     directory: Annotated[Path, typer.Argument(help="Where to create the workspace.")] = Path("."),
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing workspace's files.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing workspace's files.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a workspace: _steward.yaml, AGENTS.md, CLAUDE.md, evalset.py, journal, status."""
@@ -89,7 +98,9 @@ def init(
 @app.command()
 @command
 def tasks(
-    definition: Annotated[Optional[str], typer.Argument(help="Definition file (default: evalset.py).")] = None,
+    definition: Annotated[
+        str | None, typer.Argument(help="Definition file (default: evalset.py).")
+    ] = None,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -112,7 +123,9 @@ def tasks(
 @app.command()
 @command
 def launch(
-    definition: Annotated[Optional[str], typer.Argument(help="Definition file (default: evalset.py).")] = None,
+    definition: Annotated[
+        str | None, typer.Argument(help="Definition file (default: evalset.py).")
+    ] = None,
     workspace: WorkspaceOpt = None,
     by: ByOpt = "",
     as_json: JsonOpt = False,
@@ -123,7 +136,9 @@ def launch(
     ctx = runs.load_context(workspace)
     definition = definition or DEFAULT_DEFINITION
     if not (ctx.workspace / definition).is_file():
-        raise bad_input(f"The definition {ctx.workspace / definition} does not exist; create it or name another file.")
+        raise bad_input(
+            f"The definition {ctx.workspace / definition} does not exist; create it or name another file."
+        )
     runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
     ramp = ctx.options.samples_ramp
     settings = RunSettings(
@@ -145,7 +160,9 @@ def launch(
 @app.command()
 @command
 def status(
-    wait: Annotated[bool, typer.Option("--wait", help="Wait until the run has finished, stalled or ended.")] = False,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until the run has finished, stalled or ended.")
+    ] = False,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -155,10 +172,16 @@ def status(
 
     async def go():
         handle = await runs.run_handle(ctx)
-        return await (runs.wait_settled(handle, ctx, quiet=as_json) if wait else runs.query_status(handle, ctx))
+        return await (
+            runs.wait_settled(handle, ctx, quiet=as_json)
+            if wait
+            else runs.query_status(handle, ctx)
+        )
 
     result = asyncio.run(go())
-    emit(as_json, {"ok": True, **result.model_dump(mode="json")}, lambda: render.print_status(result))
+    emit(
+        as_json, {"ok": True, **result.model_dump(mode="json")}, lambda: render.print_status(result)
+    )
 
 
 @app.command()
@@ -179,7 +202,9 @@ def tend(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
             raise CommandError(str(err.cause.message if err.cause else err)) from err
 
     summary = asyncio.run(go())
-    emit(as_json, {"ok": True, **summary.model_dump(mode="json")}, lambda: render.print_tend(summary))
+    emit(
+        as_json, {"ok": True, **summary.model_dump(mode="json")}, lambda: render.print_tend(summary)
+    )
 
 
 def _signal(workspace: Path | None, name: str, payload, as_json: bool, said: str) -> None:
@@ -192,7 +217,11 @@ def _signal(workspace: Path | None, name: str, payload, as_json: bool, said: str
         await handle.signal(name, payload)
 
     asyncio.run(go())
-    emit(as_json, {"ok": True, "signal": name, "workflow_id": ctx.workflow_id}, lambda: console.print(said))
+    emit(
+        as_json,
+        {"ok": True, "signal": name, "workflow_id": ctx.workflow_id},
+        lambda: console.print(said),
+    )
 
 
 @app.command()
@@ -204,8 +233,13 @@ def pause(
     as_json: JsonOpt = False,
 ) -> None:
     """Stop scheduling new work; running workers finish."""
-    _signal(workspace, "pause", PauseRequest(reason=reason, by=_who(by)), as_json,
-            "Paused: nothing new will be spawned; running workers finish.")
+    _signal(
+        workspace,
+        "pause",
+        PauseRequest(reason=reason, by=_who(by)),
+        as_json,
+        "Paused: nothing new will be spawned; running workers finish.",
+    )
 
 
 @app.command()
@@ -219,7 +253,9 @@ def resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = Fa
 @command
 def cancel(
     reason: Annotated[str, typer.Option("--reason", help="Why (recorded).")] = "",
-    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until the run has ended.")] = True,
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Wait until the run has ended.")
+    ] = True,
     workspace: WorkspaceOpt = None,
     by: ByOpt = "",
     as_json: JsonOpt = False,
@@ -237,8 +273,11 @@ def cancel(
         return await runs.query_status(handle, ctx)
 
     result = asyncio.run(go())
-    emit(as_json, {"ok": True, **result.model_dump(mode="json")},
-         lambda: console.print(f"Run {result.state.phase}.", highlight=False))
+    emit(
+        as_json,
+        {"ok": True, **result.model_dump(mode="json")},
+        lambda: console.print(f"Run {result.state.phase}.", highlight=False),
+    )
 
 
 @app.command(name="runs")
@@ -257,8 +296,12 @@ def _service_result(as_json: bool, statuses: list) -> None:
     emit(
         as_json,
         {"ok": True, "services": [s.as_dict() for s in statuses]},
-        lambda: [console.print(f"{s.name}: {s.detail} (pid {s.pid or '—'}, log {s.log})", highlight=False)
-                 for s in statuses],
+        lambda: [
+            console.print(
+                f"{s.name}: {s.detail} (pid {s.pid or '—'}, log {s.log})", highlight=False
+            )
+            for s in statuses
+        ],
     )
 
 
@@ -293,8 +336,11 @@ def server_stop(as_json: JsonOpt = False) -> None:
     from worker import embedded
 
     stopped = embedded.stop_server()
-    emit(as_json, {"ok": True, "stopped": stopped},
-         lambda: console.print("Stopped." if stopped else "Not running."))
+    emit(
+        as_json,
+        {"ok": True, "stopped": stopped},
+        lambda: console.print("Stopped." if stopped else "Not running."),
+    )
 
 
 @server_app.command("status")
@@ -347,8 +393,11 @@ def worker_stop(as_json: JsonOpt = False) -> None:
     from worker import embedded
 
     stopped = embedded.stop_worker()
-    emit(as_json, {"ok": True, "stopped": stopped},
-         lambda: console.print("Stopped." if stopped else "Not running."))
+    emit(
+        as_json,
+        {"ok": True, "stopped": stopped},
+        lambda: console.print("Stopped." if stopped else "Not running."),
+    )
 
 
 @worker_app.command("status")
@@ -367,5 +416,7 @@ def run() -> None:
     try:
         app()
     except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else BAD_INPUT)
+        code = (
+            exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else BAD_INPUT)
+        )
         finish(code)

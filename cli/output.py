@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 
@@ -42,7 +43,9 @@ def finish(code: int) -> None:
 
 def fail(error: CommandError, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps({"ok": False, "error": str(error), "exit_code": error.code}) + "\n")
+        sys.stdout.write(
+            json.dumps({"ok": False, "error": str(error), "exit_code": error.code}) + "\n"
+        )
     else:
         errors.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
     finish(error.code)

@@ -27,7 +27,9 @@ def print_tasks(tasks: list[TaskSpec]) -> None:
 
 def print_status(status: RunStatus) -> None:
     state = status.state
-    console.print(f"[bold]{status.workspace}[/]  run [cyan]{status.workflow_id}[/]", highlight=False)
+    console.print(
+        f"[bold]{status.workspace}[/]  run [cyan]{status.workflow_id}[/]", highlight=False
+    )
     console.print(
         f"state: [bold]{describe_state(state)}[/]   samples {state.samples_done}/{state.samples_total}   "
         f"tend #{state.tend_count}   last {_when(state.last_tend_at)}   next {_when(state.next_tend_at)} "
@@ -35,7 +37,9 @@ def print_status(status: RunStatus) -> None:
         highlight=False,
     )
     if state.paused:
-        console.print(f"[yellow]paused[/]: {state.pause_reason or 'no reason given'}", highlight=False)
+        console.print(
+            f"[yellow]paused[/]: {state.pause_reason or 'no reason given'}", highlight=False
+        )
     if state.error:
         console.print(f"[red]error[/]: {state.error}", highlight=False)
     if state.tasks:
@@ -44,8 +48,13 @@ def print_status(status: RunStatus) -> None:
             table.add_column(column)
         for row in task_rows(state.tasks):
             table.add_row(
-                row["task"], row["model"], row["phase"], f"{row['done']}/{row['total']}",
-                str(row["errored"]), str(row["in_flight"]), str(row["attempts"]),
+                row["task"],
+                row["model"],
+                row["phase"],
+                f"{row['done']}/{row['total']}",
+                str(row["errored"]),
+                str(row["in_flight"]),
+                str(row["attempts"]),
             )
         console.print(table)
     if status.web_ui:
@@ -53,9 +62,16 @@ def print_status(status: RunStatus) -> None:
 
 
 def print_tend(summary: TendSummary) -> None:
-    parts = [f"tend #{summary.tend}: {summary.phase}", f"samples {summary.samples_done}/{summary.samples_total}"]
-    for label, names in (("spawned", summary.spawned), ("completed", summary.completed),
-                         ("restarted", summary.restarted), ("stalled", summary.stalled)):
+    parts = [
+        f"tend #{summary.tend}: {summary.phase}",
+        f"samples {summary.samples_done}/{summary.samples_total}",
+    ]
+    for label, names in (
+        ("spawned", summary.spawned),
+        ("completed", summary.completed),
+        ("restarted", summary.restarted),
+        ("stalled", summary.stalled),
+    ):
         if names:
             parts.append(f"{label}: {', '.join(names)}")
     if summary.paused:
@@ -69,7 +85,10 @@ def print_runs(rows: list[dict]) -> None:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(
-            str(row["workspace"]), row["state"], f"{row['samples_done']}/{row['samples_total']}",
-            (row["started"] or "")[:19], row["workflow_id"],
+            str(row["workspace"]),
+            row["state"],
+            f"{row['samples_done']}/{row['samples_total']}",
+            (row["started"] or "")[:19],
+            row["workflow_id"],
         )
     console.print(table)

@@ -7,6 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from worker import embedded
+from worker.connect import Target, connect, host_queue, run_url, target_for
+from worker.workspace import (
+    OptionsError,
+    WorkspaceError,
+    find_workspace,
+    load_options,
+    workflow_id_for,
+)
 from workflows.contracts import (
     SEARCH_ATTRIBUTES,
     TERMINAL_PHASES,
@@ -17,15 +26,6 @@ from workflows.contracts import (
     RunStatus,
 )
 from workflows.options import StewardOptions
-from worker import embedded
-from worker.connect import Target, connect, host_queue, run_url, target_for
-from worker.workspace import (
-    OptionsError,
-    WorkspaceError,
-    find_workspace,
-    load_options,
-    workflow_id_for,
-)
 
 from .output import CommandError, bad_input, console
 
@@ -69,7 +69,9 @@ def ensure_services(target: Target, options: StewardOptions, quiet: bool) -> Non
     except embedded.ServiceError as err:
         raise CommandError(str(err)) from err
     if started and not quiet:
-        console.print(f"Started {' and '.join(started)}; Temporal web UI: {target.ui_url}", highlight=False)
+        console.print(
+            f"Started {' and '.join(started)}; Temporal web UI: {target.ui_url}", highlight=False
+        )
 
 
 async def client_for(target: Target):
@@ -78,7 +80,11 @@ async def client_for(target: Target):
     except Exception as err:  # the SDK raises RuntimeError for unreachable servers
         raise CommandError(
             f"Cannot reach Temporal at {target.address} ({err}); "
-            + ("start it with `steward server start`." if target.embedded else "check STEWARD_TEMPORAL_ADDRESS.")
+            + (
+                "start it with `steward server start`."
+                if target.embedded
+                else "check STEWARD_TEMPORAL_ADDRESS."
+            )
         ) from err
 
 
@@ -98,7 +104,10 @@ def _typed_search_attributes(workspace: Path):
 async def register_search_attributes(client) -> None:
     """Make sure a cluster knows Steward's search attributes (the dev server gets them at start)."""
     from temporalio.api.enums.v1 import IndexedValueType
-    from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+    from temporalio.api.operatorservice.v1 import (
+        AddSearchAttributesRequest,
+        ListSearchAttributesRequest,
+    )
 
     known = await client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=client.namespace)
@@ -171,7 +180,9 @@ async def query_status(handle, ctx: Context) -> RunStatus:
     if description.status == WorkflowExecutionStatus.COMPLETED:
         state = await handle.result()
     else:  # terminated, timed out or failed outside Steward's own handling
-        state = RunState(phase="failed", error=f"the workflow ended {description.status.name.lower()}")
+        state = RunState(
+            phase="failed", error=f"the workflow ended {description.status.name.lower()}"
+        )
     return RunStatus(
         workflow_id=ctx.workflow_id,
         run_id=description.run_id,
@@ -211,9 +222,14 @@ async def list_runs(target: Target) -> list[dict]:
     client = await client_for(target)
     rows = []
     async for execution in client.list_workflows("WorkflowType = 'EvalRun'"):
-        attributes = {key.name: value for key, value in _typed_items(execution.typed_search_attributes)}
+        attributes = {
+            key.name: value for key, value in _typed_items(execution.typed_search_attributes)
+        }
         memo = await execution.memo()
-        done, total = attributes.get("StewardSamplesDone", 0), attributes.get("StewardSamplesTotal", 0)
+        done, total = (
+            attributes.get("StewardSamplesDone", 0),
+            attributes.get("StewardSamplesTotal", 0),
+        )
         rows.append(
             {
                 "workflow_id": execution.id,
@@ -231,7 +247,6 @@ async def list_runs(target: Target) -> list[dict]:
 
 def _typed_items(attributes) -> list[tuple[Any, Any]]:
     return [(pair.key, pair.value) for pair in attributes.search_attributes]
-
 
 
 SETTLED_PHASES = TERMINAL_PHASES | {"stalled"}

@@ -16,7 +16,9 @@ from .helpers import Steward, free_port
 
 
 def _session_env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEWARD_", "INSPECT_EVAL_SET"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("STEWARD_", "INSPECT_EVAL_SET"))
+    }
     env.update(
         STEWARD_DATA_DIR=str(data_dir),
         STEWARD_TEMPORAL_PORT=str(free_port()),
@@ -46,7 +48,9 @@ def _reap_leftovers(data_dir: Path) -> None:
     me = os.getpid()
     for process in psutil.process_iter(["pid", "environ"]):
         try:
-            if process.pid != me and (process.info["environ"] or {}).get("STEWARD_DATA_DIR") == str(data_dir):
+            if process.pid != me and (process.info["environ"] or {}).get("STEWARD_DATA_DIR") == str(
+                data_dir
+            ):
                 os.kill(process.pid, signal.SIGKILL)
         except (psutil.Error, OSError):
             pass

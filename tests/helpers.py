@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 
@@ -40,7 +40,9 @@ class Steward:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
 
-    def __call__(self, *args: str, cwd: Path | None = None, timeout: float = 180, env: dict | None = None) -> Result:
+    def __call__(
+        self, *args: str, cwd: Path | None = None, timeout: float = 180, env: dict | None = None
+    ) -> Result:
         done = subprocess.run(
             [STEWARD, *args],
             cwd=cwd,
@@ -54,13 +56,17 @@ class Steward:
 
     def ok(self, *args: str, cwd: Path | None = None, **kw: Any) -> Any:
         result = self(*args, "--json", cwd=cwd, **kw)
-        assert result.code == 0, f"steward {' '.join(args)} exited {result.code}: {result.stdout}{result.stderr}"
+        assert result.code == 0, (
+            f"steward {' '.join(args)} exited {result.code}: {result.stdout}{result.stderr}"
+        )
         return result.json
 
     def status(self, cwd: Path) -> dict:
         return self.ok("status", cwd=cwd)
 
-    def wait_phase(self, cwd: Path, phases: set[str], timeout: float = 180, tend: bool = False) -> dict:
+    def wait_phase(
+        self, cwd: Path, phases: set[str], timeout: float = 180, tend: bool = False
+    ) -> dict:
         """Poll status until the run's phase is one of `phases` (optionally tending each time)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -70,7 +76,9 @@ class Steward:
             if status["state"]["phase"] in phases:
                 return status
             if time.monotonic() > deadline:
-                raise AssertionError(f"run never reached {phases}: {json.dumps(status['state'], indent=1)[:3000]}")
+                raise AssertionError(
+                    f"run never reached {phases}: {json.dumps(status['state'], indent=1)[:3000]}"
+                )
             time.sleep(0.5)
 
     def data_dir(self) -> Path:
@@ -80,7 +88,12 @@ class Steward:
         return json.loads((self.data_dir() / f"{name}.pid").read_text())["pid"]
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 60, interval: float = 0.3, what: str = "condition") -> Any:
+def wait_for(
+    predicate: Callable[[], Any],
+    timeout: float = 60,
+    interval: float = 0.3,
+    what: str = "condition",
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -98,13 +111,13 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-TASK_TEMPLATE = '''
+TASK_TEMPLATE = """
 @task
 def {name}():
     return Task(dataset=samples("{name}", {samples}), solver=generate(), scorer=match(){extra})
-'''
+"""
 
-DEFINITION_HEAD = '''from inspect_ai import Task, eval_set, task
+DEFINITION_HEAD = """from inspect_ai import Task, eval_set, task
 from inspect_ai.dataset import Sample
 from inspect_ai.scorer import match
 from inspect_ai.solver import generate
@@ -115,18 +128,27 @@ def samples(prefix, count, marker=""):
         Sample(id=i, input=f"Reply with: {{prefix}}-{{i}}{{marker}}", target=f"{{prefix}}-{{i}}{{marker}}")
         for i in range(1, count + 1)
     ]
-'''
+"""
 
 
-def write_definition(workspace: Path, tasks: dict[str, int], *, crash: set[str] = frozenset(), epochs: int = 1,
-                     tail: str = "", name: str = "evalset.py") -> Path:
+def write_definition(
+    workspace: Path,
+    tasks: dict[str, int],
+    *,
+    crash: set[str] = frozenset(),
+    epochs: int = 1,
+    tail: str = "",
+    name: str = "evalset.py",
+) -> Path:
     """A definition of `tasks` (name -> sample count) on the offline model. Tasks in `crash`
     carry the CRASH marker in every input (with STEWARD_OFFLINE_CRASH=CRASH they kill their worker)."""
     body = DEFINITION_HEAD.format()
     for task_name, count in tasks.items():
         body += TASK_TEMPLATE.format(name=task_name, samples=count, extra="")
         if task_name in crash:
-            body = body.replace(f'samples("{task_name}", {count})', f'samples("{task_name}", {count}, " CRASH")')
+            body = body.replace(
+                f'samples("{task_name}", {count})', f'samples("{task_name}", {count}, " CRASH")'
+            )
     calls = ", ".join(f"{t}()" for t in tasks)
     body += f'\n\neval_set(tasks=[{calls}], model="steward/offline", epochs={epochs}{tail})\n'
     path = workspace / name
@@ -134,8 +156,15 @@ def write_definition(workspace: Path, tasks: dict[str, int], *, crash: set[str] 
     return path
 
 
-def make_workspace(steward: Steward, root: Path, tasks: dict[str, int], *, options: str = "", dotenv: str = "",
-                   **definition: Any) -> Path:
+def make_workspace(
+    steward: Steward,
+    root: Path,
+    tasks: dict[str, int],
+    *,
+    options: str = "",
+    dotenv: str = "",
+    **definition: Any,
+) -> Path:
     workspace = root / "ws"
     steward.ok("init", str(workspace))
     write_definition(workspace, tasks, **definition)

@@ -21,7 +21,10 @@ def _refused(result, code: int, *needles: str) -> str:
 @pytest.mark.parametrize(
     "yaml_text, needles",
     [
-        ("tend_intervl: 10m\n", ["Unknown option 'tend_intervl'", "_steward.yaml", "tend_interval"]),
+        (
+            "tend_intervl: 10m\n",
+            ["Unknown option 'tend_intervl'", "_steward.yaml", "tend_interval"],
+        ),
         ("tend_interval: 10\n", ["tend_interval", "_steward.yaml", "with a unit"]),
         ("stall_after: often\n", ["stall_after", "_steward.yaml", "integer"]),
         ("samples_ramp: [300, 40]\n", ["samples_ramp", "low <= high"]),
@@ -62,14 +65,34 @@ def test_init_never_overwrites_without_force(steward, tmp_path):
 def test_init_writes_every_option_commented_with_its_default(steward, tmp_path):
     workspace = tmp_path / "ws"
     files = steward.ok("init", str(workspace))["files"]
-    for name in ["_steward.yaml", "AGENTS.md", "CLAUDE.md", "evalset.py", "journal.jsonl", "status.md", ".gitignore"]:
+    for name in [
+        "_steward.yaml",
+        "AGENTS.md",
+        "CLAUDE.md",
+        "evalset.py",
+        "journal.jsonl",
+        "status.md",
+        ".gitignore",
+    ]:
         assert name in files and (workspace / name).is_file()
     text = (workspace / "_steward.yaml").read_text()
-    for option, default in [("log_root", "null"), ("log_store", "null"), ("sync", "null"),
-                            ("tend_interval", "10m"), ("notification", "null"), ("heartbeat", "1h"),
-                            ("samples_ramp", "[50, 200]"), ("max_workers", "null"), ("stall_after", "2"),
-                            ("stuck_after", "5h"), ("preauthorized", "null"), ("stuck_cancel", "null"),
-                            ("policies", "null"), ("scan_model", "null"), ("scanners", "null")]:
+    for option, default in [
+        ("log_root", "null"),
+        ("log_store", "null"),
+        ("sync", "null"),
+        ("tend_interval", "10m"),
+        ("notification", "null"),
+        ("heartbeat", "1h"),
+        ("samples_ramp", "[50, 200]"),
+        ("max_workers", "null"),
+        ("stall_after", "2"),
+        ("stuck_after", "5h"),
+        ("preauthorized", "null"),
+        ("stuck_cancel", "null"),
+        ("policies", "null"),
+        ("scan_model", "null"),
+        ("scanners", "null"),
+    ]:
         assert f"# {option}: {default}\n" in text
     gitignore = (workspace / ".gitignore").read_text()
     assert "logs/" in gitignore and ".env" in gitignore and ".steward/" in gitignore
@@ -95,7 +118,10 @@ def test_tasks_lists_the_definition(steward, tmp_path):
 @pytest.mark.parametrize(
     "source, needles",
     [
-        ("raise RuntimeError('no API key for the grader')\n", ["evalset.py", "RuntimeError: no API key for the grader"]),
+        (
+            "raise RuntimeError('no API key for the grader')\n",
+            ["evalset.py", "RuntimeError: no API key for the grader"],
+        ),
         ("x = 1\n", ["evalset.py", "without calling eval_set()"]),
     ],
 )
@@ -117,7 +143,9 @@ def test_missing_definition(steward, tmp_path):
 
 def test_outside_a_workspace(steward, tmp_path):
     for command in (["launch"], ["status"], ["tend"], ["pause"], ["cancel"], ["tasks"]):
-        _refused(steward(*command, cwd=tmp_path), 2, "not inside a Steward workspace", "steward init")
+        _refused(
+            steward(*command, cwd=tmp_path), 2, "not inside a Steward workspace", "steward init"
+        )
 
 
 def test_status_of_a_workspace_never_launched(steward, tmp_path):
@@ -131,7 +159,11 @@ def test_status_of_a_workspace_never_launched(steward, tmp_path):
 
 def test_second_launch_while_live_is_refused(steward, workspace_root):
     workspace = make_workspace(
-        steward, workspace_root, {"slow": 20}, options="samples_ramp: [1, 5]\n", dotenv="STEWARD_OFFLINE_DELAY=1\n"
+        steward,
+        workspace_root,
+        {"slow": 20},
+        options="samples_ramp: [1, 5]\n",
+        dotenv="STEWARD_OFFLINE_DELAY=1\n",
     )
     first = steward.ok("launch", cwd=workspace)
     _refused(steward("launch", cwd=workspace), 2, "already live", first["workflow_id"])

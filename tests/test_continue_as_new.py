@@ -11,7 +11,10 @@ from .helpers import make_workspace, read_logs
 
 def test_state_survives_continue_as_new(steward, workspace_root):
     workspace = make_workspace(
-        steward, workspace_root, {"long": 30}, options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
+        steward,
+        workspace_root,
+        {"long": 30},
+        options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
         dotenv="STEWARD_OFFLINE_DELAY=3\n",
     )
     first = steward.ok("launch", cwd=workspace)

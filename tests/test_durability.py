@@ -27,7 +27,11 @@ def _exactly_once(workspace, expected: dict[str, int]) -> None:
 
 def test_kill_steward_worker_mid_run(steward, workspace_root):
     workspace = make_workspace(
-        steward, workspace_root, {"one": 16, "two": 16}, options="samples_ramp: [2, 10]\n", dotenv=SLOW
+        steward,
+        workspace_root,
+        {"one": 16, "two": 16},
+        options="samples_ramp: [2, 10]\n",
+        dotenv=SLOW,
     )
     steward.ok("launch", cwd=workspace)
     wait_for(lambda: _progress(steward, workspace) >= 4, what="some progress")
@@ -48,17 +52,26 @@ def test_kill_steward_worker_mid_run(steward, workspace_root):
 
 def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
     workspace = make_workspace(
-        steward, workspace_root, {"victim": 24, "bystander": 8},
-        options="samples_ramp: [2, 10]\ntend_interval: 1h\n", dotenv=SLOW,
+        steward,
+        workspace_root,
+        {"victim": 24, "bystander": 8},
+        options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
+        dotenv=SLOW,
     )
     steward.ok("launch", cwd=workspace)
 
     def victim():
-        return next(t for t in steward.status(workspace)["state"]["tasks"] if t["spec"]["name"] == "victim")
+        return next(
+            t for t in steward.status(workspace)["state"]["tasks"] if t["spec"]["name"] == "victim"
+        )
 
     # Wait until the log holds flushed samples (Inspect flushes every 10), so resume has work to reuse.
-    wait_for(lambda: steward.ok("tend", cwd=workspace) and victim()["progress"]["completed"] >= 12,
-             timeout=120, interval=1, what="victim progress")
+    wait_for(
+        lambda: steward.ok("tend", cwd=workspace) and victim()["progress"]["completed"] >= 12,
+        timeout=120,
+        interval=1,
+        what="victim progress",
+    )
     state = steward.status(workspace)["state"]
     pid = state["workers"][victim()["worker_id"]]["pid"]
     os.kill(pid, signal.SIGKILL)
@@ -71,7 +84,10 @@ def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
     assert summary["restarted"] == ["victim"] and "victim" in summary["spawned"]
     assert victim()["attempts"] == 2
     status = steward.wait_phase(workspace, {"finished"}, tend=True)
-    assert {t["spec"]["name"]: t["attempts"] for t in status["state"]["tasks"]} == {"victim": 2, "bystander": 1}
+    assert {t["spec"]["name"]: t["attempts"] for t in status["state"]["tasks"]} == {
+        "victim": 2,
+        "bystander": 1,
+    }
     _exactly_once(workspace, {"victim": 24, "bystander": 8})
     # Resume reused what the killed worker had logged: those samples keep their uuids (a re-run
     # sample would get a new one), and the killed worker's log was tidied away.
@@ -102,8 +118,12 @@ def test_restart_temporal_server_mid_run(steward, workspace_root):
 
 def test_task_that_crashes_every_time_is_reported_stalled(steward, workspace_root):
     workspace = make_workspace(
-        steward, workspace_root, {"healthy": 4, "doomed": 4}, crash={"doomed"},
-        options="stall_after: 1\ntend_interval: 1h\n", dotenv="STEWARD_OFFLINE_CRASH=CRASH\n",
+        steward,
+        workspace_root,
+        {"healthy": 4, "doomed": 4},
+        crash={"doomed"},
+        options="stall_after: 1\ntend_interval: 1h\n",
+        dotenv="STEWARD_OFFLINE_CRASH=CRASH\n",
     )
     steward.ok("launch", cwd=workspace)
     status = steward.wait_phase(workspace, {"stalled"}, tend=True)

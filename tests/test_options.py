@@ -12,11 +12,21 @@ from workflows.options import StewardOptions, format_duration, parse_duration
 
 def test_defaults_are_the_seeds():
     options = StewardOptions()
-    assert options.tend_interval == 600 and options.heartbeat == 3600 and options.stuck_after == 5 * 3600
-    assert options.samples_ramp == (50, 200) and options.stall_after == 2 and options.max_workers is None
+    assert (
+        options.tend_interval == 600
+        and options.heartbeat == 3600
+        and options.stuck_after == 5 * 3600
+    )
+    assert (
+        options.samples_ramp == (50, 200)
+        and options.stall_after == 2
+        and options.max_workers is None
+    )
 
 
-@pytest.mark.parametrize("text, seconds", [("30s", 30), ("10m", 600), ("1h", 3600), ("2d", 172800), ("1.5h", 5400)])
+@pytest.mark.parametrize(
+    "text, seconds", [("30s", 30), ("10m", 600), ("1h", 3600), ("2d", 172800), ("1.5h", 5400)]
+)
 def test_durations_need_a_unit(text, seconds):
     assert parse_duration(text) == seconds
     assert parse_duration(format_duration(seconds)) == seconds
@@ -28,14 +38,31 @@ def test_durations_without_unit_are_refused(bad):
         parse_duration(bad)
 
 
-def test_precedence(tmp_path: Path):
+@pytest.fixture
+def environ(monkeypatch):
+    """A clean STEWARD_* environment, set through the returned function."""
+    import os
+
+    for key in [k for k in os.environ if k.startswith("STEWARD_")]:
+        monkeypatch.delenv(key)
+
+    def set_env(values: dict[str, str]) -> None:
+        for key, value in values.items():
+            monkeypatch.setenv(key, value)
+
+    return set_env
+
+
+def test_precedence(tmp_path: Path, environ):
     parent, workspace = tmp_path, tmp_path / "ws"
     workspace.mkdir()
-    (parent / ".env").write_text("STEWARD_STALL_AFTER=5\nSTEWARD_MAX_WORKERS=3\nSTEWARD_STUCK_AFTER=2h\n")
+    (parent / ".env").write_text(
+        "STEWARD_STALL_AFTER=5\nSTEWARD_MAX_WORKERS=3\nSTEWARD_STUCK_AFTER=2h\n"
+    )
     (workspace / ".env").write_text("STEWARD_STALL_AFTER=6\n")
     (workspace / "_steward.yaml").write_text("tend_interval: 5m\n")
-    env = {"STEWARD_TEND_INTERVAL": "7m", "STEWARD_MAX_WORKERS": "4"}
-    options = load_options(workspace, environ=env)
+    environ({"STEWARD_TEND_INTERVAL": "7m", "STEWARD_MAX_WORKERS": "4"})
+    options = load_options(workspace)
     assert options.tend_interval == 300  # the file beats the environment
     assert options.max_workers == 4  # the environment beats .env
     assert options.stall_after == 6  # the workspace's .env beats its parent's
@@ -43,13 +70,20 @@ def test_precedence(tmp_path: Path):
     assert options.heartbeat == 3600
 
 
-def test_environment_values_parse(tmp_path: Path):
-    env = {"STEWARD_SAMPLES_RAMP": "[40, 300]", "STEWARD_HEARTBEAT": "false",
-           "STEWARD_PREAUTHORIZED": '{"ProviderTimeout*": "rerun"}', "STEWARD_SCANNERS": "a,b"}
-    options = load_options(tmp_path, environ=env)
+def test_environment_values_parse(tmp_path: Path, environ):
+    environ(
+        {
+            "STEWARD_SAMPLES_RAMP": "[40, 300]",
+            "STEWARD_HEARTBEAT": "false",
+            "STEWARD_PREAUTHORIZED": '{"ProviderTimeout*": "rerun"}',
+            "STEWARD_SCANNERS": "a,b",
+        }
+    )
+    options = load_options(tmp_path)
     assert options.samples_ramp == (40, 300) and options.heartbeat is False
     assert options.preauthorized == {"ProviderTimeout*": "rerun"} and options.scanners == ["a", "b"]
-    assert load_options(tmp_path, environ={"STEWARD_SAMPLES_RAMP": "false"}).samples_ramp is False
+    environ({"STEWARD_SAMPLES_RAMP": "false"})
+    assert load_options(tmp_path).samples_ramp is False
 
 
 @pytest.mark.parametrize(
@@ -63,9 +97,9 @@ def test_environment_values_parse(tmp_path: Path):
         ("- a list\n", "must be a mapping"),
     ],
 )
-def test_refusals_name_key_file_and_what_is_allowed(tmp_path: Path, yaml_text, needle):
+def test_refusals_name_key_file_and_what_is_allowed(tmp_path: Path, environ, yaml_text, needle):
     (tmp_path / "_steward.yaml").write_text(yaml_text)
     with pytest.raises(OptionsError) as refused:
-        load_options(tmp_path, environ={})
+        load_options(tmp_path)
     message = str(refused.value)
     assert needle in message and "_steward.yaml" in message and "\n" not in message

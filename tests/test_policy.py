@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
+from workflows import policy
 from workflows.contracts import (
     Capture,
     Observation,
@@ -14,7 +15,6 @@ from workflows.contracts import (
     TaskSpec,
     WorkerProcess,
 )
-from workflows import policy
 
 
 def _spec(name: str, samples: int = 10) -> TaskSpec:
@@ -29,12 +29,21 @@ def _state(*names: str) -> RunState:
 
 def _run(state: RunState, worker_id: str, *names: str) -> None:
     state.workers[worker_id] = WorkerProcess(
-        worker_id=worker_id, tasks=[f"id-{n}" for n in names], pid=1, create_time=0.0,
-        socket="s", output="o", started_at=datetime.now(timezone.utc),
+        worker_id=worker_id,
+        tasks=[f"id-{n}" for n in names],
+        pid=1,
+        create_time=0.0,
+        socket="s",
+        output="o",
+        started_at=datetime.now(UTC),
     )
     for name in names:
         task = state.task(f"id-{name}")
-        task.phase, task.worker_id, task.completed_at_spawn = "running", worker_id, task.progress.completed
+        task.phase, task.worker_id, task.completed_at_spawn = (
+            "running",
+            worker_id,
+            task.progress.completed,
+        )
         task.attempts += 1
 
 
@@ -47,8 +56,16 @@ def test_starting_max_samples_honours_the_definition():
 def test_success_log_completes_a_task_and_the_run():
     state = _state("a")
     _run(state, "w1", "a")
-    seen = Observation(tasks={"id-a": TaskObservation(identifier="id-a", log="l", log_status="success",
-                                                      progress=Progress(total=10, completed=10))})
+    seen = Observation(
+        tasks={
+            "id-a": TaskObservation(
+                identifier="id-a",
+                log="l",
+                log_status="success",
+                progress=Progress(total=10, completed=10),
+            )
+        }
+    )
     outcome = policy.apply_observation(state, seen, stall_after=2)
     assert outcome.completed == ["id-a"]
     assert policy.run_phase(state) == "finished"
@@ -65,8 +82,12 @@ def test_dead_worker_with_progress_is_restarted_and_resets_the_count():
     state = _state("a")
     _run(state, "w1", "a")
     state.task("id-a").fruitless = 2
-    seen = Observation(alive={"w1": False},
-                       tasks={"id-a": TaskObservation(identifier="id-a", progress=Progress(total=10, completed=4))})
+    seen = Observation(
+        alive={"w1": False},
+        tasks={
+            "id-a": TaskObservation(identifier="id-a", progress=Progress(total=10, completed=4))
+        },
+    )
     outcome = policy.apply_observation(state, seen, stall_after=2)
     assert outcome.restart == ["id-a"] and state.task("id-a").fruitless == 0
     assert state.task("id-a").phase == "pending" and not state.workers
@@ -76,7 +97,9 @@ def test_fruitless_respawns_give_a_task_up_after_stall_after():
     state = _state("a")
     for attempt in range(1, 4):
         _run(state, f"w{attempt}", "a")
-        outcome = policy.apply_observation(state, Observation(alive={f"w{attempt}": False}), stall_after=2)
+        outcome = policy.apply_observation(
+            state, Observation(alive={f"w{attempt}": False}), stall_after=2
+        )
         if attempt <= 2:
             assert outcome.restart == ["id-a"], attempt
         else:
@@ -97,7 +120,9 @@ def test_max_workers_packs_tasks_into_free_slots():
     assert [[t.spec.name for t in g] for g in groups] == [["a", "c", "e"], ["b", "d"]]
     _run(state, "w1", "a", "c", "e")
     state.task("id-b").phase = state.task("id-d").phase = "pending"
-    assert [[t.spec.name for t in g] for g in policy.plan_spawns(state, RunSettings(max_workers=2))] == [["b", "d"]]
+    assert [
+        [t.spec.name for t in g] for g in policy.plan_spawns(state, RunSettings(max_workers=2))
+    ] == [["b", "d"]]
     _run(state, "w2", "b", "d")
     assert policy.plan_spawns(state, RunSettings(max_workers=2)) == []
 

@@ -38,7 +38,9 @@ def test_recorded_histories_exist():
 
 
 def test_fresh_history_with_commands_replays(steward, workspace_root):
-    workspace = make_workspace(steward, workspace_root, {"a": 4, "b": 3}, dotenv="STEWARD_OFFLINE_DELAY=0.2\n")
+    workspace = make_workspace(
+        steward, workspace_root, {"a": 4, "b": 3}, dotenv="STEWARD_OFFLINE_DELAY=0.2\n"
+    )
     launched = steward.ok("launch", cwd=workspace)
     steward.ok("pause", "--reason", "replay", cwd=workspace)
     steward.ok("tend", cwd=workspace)

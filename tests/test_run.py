@@ -45,7 +45,9 @@ def test_init_launch_finished_three_tasks(steward, workspace_root):
 
 def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):
     workspace = make_workspace(
-        steward, workspace_root, {"first": 12, "second": 12},
+        steward,
+        workspace_root,
+        {"first": 12, "second": 12},
         options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
         dotenv="STEWARD_OFFLINE_DELAY=0.7\n",
     )
@@ -55,7 +57,9 @@ def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):
     assert status["state"]["paused"] is True
     assert status["state"]["pause_reason"] == "provider maintenance"
     workers = {w["tasks"][0]: w for w in status["state"]["workers"].values()}
-    second_id = next(t["spec"]["identifier"] for t in status["state"]["tasks"] if t["spec"]["name"] == "second")
+    second_id = next(
+        t["spec"]["identifier"] for t in status["state"]["tasks"] if t["spec"]["name"] == "second"
+    )
 
     # A worker that dies while paused is not replaced...
     os.kill(workers[second_id]["pid"], signal.SIGKILL)
@@ -66,26 +70,46 @@ def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):
     assert "Paused" in (workspace / "status.md").read_text()
     # ...while the running worker finishes its task.
     wait_for(
-        lambda: steward.ok("tend", cwd=workspace)["completed"] == ["first"] or
-        {t["spec"]["name"]: t["phase"] for t in steward.status(workspace)["state"]["tasks"]}["first"] == "complete",
-        timeout=120, interval=1, what="the first task to finish while paused",
+        lambda: (
+            steward.ok("tend", cwd=workspace)["completed"] == ["first"]
+            or {t["spec"]["name"]: t["phase"] for t in steward.status(workspace)["state"]["tasks"]}[
+                "first"
+            ]
+            == "complete"
+        ),
+        timeout=120,
+        interval=1,
+        what="the first task to finish while paused",
     )
     assert steward.status(workspace)["state"]["phase"] == "running"
 
     # Resuming wakes the run: it respawns the task at once, without waiting for a timer.
     steward.ok("resume", cwd=workspace)
     wait_for(
-        lambda: {t["spec"]["name"]: t["attempts"] for t in steward.status(workspace)["state"]["tasks"]}["second"] == 2,
+        lambda: (
+            {t["spec"]["name"]: t["attempts"] for t in steward.status(workspace)["state"]["tasks"]}[
+                "second"
+            ]
+            == 2
+        ),
         what="the second task to be respawned after resume",
     )
     status = steward.wait_phase(workspace, {"finished"}, tend=True)
-    assert {t["spec"]["name"]: t["attempts"] for t in status["state"]["tasks"]} == {"first": 1, "second": 2}
-    assert {task: len(ids) for task, ids in read_logs(workspace / "logs").items()} == {"first": 12, "second": 12}
+    assert {t["spec"]["name"]: t["attempts"] for t in status["state"]["tasks"]} == {
+        "first": 1,
+        "second": 2,
+    }
+    assert {task: len(ids) for task, ids in read_logs(workspace / "logs").items()} == {
+        "first": 12,
+        "second": 12,
+    }
 
 
 def test_cancel_ends_cancelled_and_leaves_no_live_process(steward, workspace_root):
     workspace = make_workspace(
-        steward, workspace_root, {"slow_a": 30, "slow_b": 30},
+        steward,
+        workspace_root,
+        {"slow_a": 30, "slow_b": 30},
         options="samples_ramp: [1, 10]\n",
         dotenv="STEWARD_OFFLINE_DELAY=2\n",
     )

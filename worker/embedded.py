@@ -25,6 +25,7 @@ from workflows.contracts import SEARCH_ATTRIBUTES
 
 from .connect import Target, data_dir
 
+
 def _seconds(variable: str, default: float) -> float:
     try:
         return float(os.environ.get(variable) or default)
@@ -49,7 +50,13 @@ class ServiceStatus:
     log: str
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "running": self.running, "pid": self.pid, "detail": self.detail, "log": self.log}
+        return {
+            "name": self.name,
+            "running": self.running,
+            "pid": self.pid,
+            "detail": self.detail,
+            "log": self.log,
+        }
 
 
 # ------------------------------------------------------------------ pid files
@@ -67,7 +74,10 @@ def _read_pid(name: str) -> tuple[int, float] | None:
     try:
         record = json.loads(path.read_text())
         process = psutil.Process(record["pid"])
-        if abs(process.create_time() - record["create_time"]) < 0.01 and process.status() != psutil.STATUS_ZOMBIE:
+        if (
+            abs(process.create_time() - record["create_time"]) < 0.01
+            and process.status() != psutil.STATUS_ZOMBIE
+        ):
             return record["pid"], record["create_time"]
     except (OSError, ValueError, KeyError, psutil.Error):
         pass
@@ -81,7 +91,9 @@ def _write_pid(name: str, pid: int, **extra: object) -> None:
     os.replace(tmp, _pid_path(name))
 
 
-def _spawn_detached(command: list[str], name: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+def _spawn_detached(
+    command: list[str], name: str, env: dict[str, str] | None = None
+) -> subprocess.Popen:
     with open(_log_path(name), "ab") as log:
         return subprocess.Popen(
             command,
@@ -147,7 +159,9 @@ async def server_healthy(target: Target, timeout: float = 2.0) -> bool:
     from temporalio.client import Client
 
     try:
-        client = await asyncio.wait_for(Client.connect(target.address, namespace=target.namespace), timeout)
+        client = await asyncio.wait_for(
+            Client.connect(target.address, namespace=target.namespace), timeout
+        )
         return await asyncio.wait_for(client.service_client.check_health(), timeout)
     except Exception:
         return False
@@ -161,7 +175,9 @@ def server_status(target: Target) -> ServiceStatus:
         if healthy
         else ("process alive but not answering its health check" if found else "not running")
     )
-    return ServiceStatus("temporal", healthy, found[0] if found else None, detail, str(_log_path("temporal")))
+    return ServiceStatus(
+        "temporal", healthy, found[0] if found else None, detail, str(_log_path("temporal"))
+    )
 
 
 def start_server(target: Target, ui_port: int) -> ServiceStatus:
@@ -178,12 +194,27 @@ def start_server(target: Target, ui_port: int) -> ServiceStatus:
                 f"free it or set STEWARD_TEMPORAL_{'PORT' if what == 'gRPC' else 'UI_PORT'} to another port."
             )
     command = [
-        temporal_binary(), "server", "start-dev",
-        "--ip", "127.0.0.1", "--port", str(port), "--ui-port", str(ui_port),
-        "--db-filename", str(data_dir() / "temporal.db"),
-        "--namespace", target.namespace,
-        "--log-format", "json", "--log-level", "warn",
-        "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+        temporal_binary(),
+        "server",
+        "start-dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
+        "--db-filename",
+        str(data_dir() / "temporal.db"),
+        "--namespace",
+        target.namespace,
+        "--log-format",
+        "json",
+        "--log-level",
+        "warn",
+        "--sqlite-pragma",
+        "journal_mode=wal",
+        "--sqlite-pragma",
+        "synchronous=normal",
     ]
     for name, kind in SEARCH_ATTRIBUTES.items():
         command += ["--search-attribute", f"{name}={kind}"]
@@ -217,7 +248,9 @@ def worker_status() -> ServiceStatus:
     found = _read_pid("worker")
     ready = found is not None and _worker_ready_marker().is_file()
     detail = "running" if ready else ("starting" if found else "not running")
-    return ServiceStatus("worker", found is not None, found[0] if found else None, detail, str(_log_path("worker")))
+    return ServiceStatus(
+        "worker", found is not None, found[0] if found else None, detail, str(_log_path("worker"))
+    )
 
 
 def _worker_ready_marker() -> Path:
@@ -230,9 +263,15 @@ def start_worker(target: Target) -> ServiceStatus:
         return worker_status()
     _worker_ready_marker().unlink(missing_ok=True)
     command = [
-        sys.executable, "-m", "worker.temporal_worker",
-        "--address", target.address, "--namespace", target.namespace,
-        "--ready-file", str(_worker_ready_marker()),
+        sys.executable,
+        "-m",
+        "worker.temporal_worker",
+        "--address",
+        target.address,
+        "--namespace",
+        target.namespace,
+        "--ready-file",
+        str(_worker_ready_marker()),
     ]
     process = _spawn_detached(command, "worker", env=dict(os.environ))
     _write_pid("worker", process.pid)

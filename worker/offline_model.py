@@ -9,15 +9,15 @@ hashed into the task identifier):
 * ``STEWARD_OFFLINE_FAIL``       regex; a sample whose input matches errors.
 * ``STEWARD_OFFLINE_CRASH``      regex; a sample whose input matches kills its
                                  worker process (exit 70), as an OOM would.
-* ``STEWARD_OFFLINE_RATE_LIMIT`` fraction (0..1) of calls pushed back with a
-                                 rate-limit error that Inspect retries.
+* ``STEWARD_OFFLINE_RATE_LIMIT`` fraction (0..1) of calls pushed back, evenly spread, with a
+                                 rate-limit error that Inspect retries (and its adaptive
+                                 connection controller counts).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import random
 import re
 from typing import Any
 
@@ -59,10 +59,11 @@ class OfflineModel(ModelAPI):
         model_name: str,
         base_url: str | None = None,
         api_key: str | None = None,
-        config: GenerateConfig = GenerateConfig(),
+        config: GenerateConfig = GenerateConfig(),  # noqa: B008 (Inspect's provider signature)
         **model_args: Any,
     ) -> None:
         super().__init__(model_name, base_url, api_key, [], config)
+        self._calls = 0
 
     async def generate(
         self,
@@ -81,8 +82,7 @@ class OfflineModel(ModelAPI):
         fail = os.environ.get("STEWARD_OFFLINE_FAIL")
         if fail and re.search(fail, prompt):
             raise OfflineSampleFailure(f"offline model told to fail on {fail!r}")
-        rate_limit = float(os.environ.get("STEWARD_OFFLINE_RATE_LIMIT", "0") or 0)
-        if rate_limit > 0 and random.random() < rate_limit:
+        if self._pushed_back(float(os.environ.get("STEWARD_OFFLINE_RATE_LIMIT", "0") or 0)):
             raise OfflineRateLimit("429 Too Many Requests (simulated)")
         completion = reply_for(prompt)
         output = ModelOutput.from_content(model=self.model_name, content=completion)
@@ -92,6 +92,11 @@ class OfflineModel(ModelAPI):
             total_tokens=len(prompt.split()) + len(completion.split()),
         )
         return output
+
+    def _pushed_back(self, fraction: float) -> bool:
+        """Deterministically push back on `fraction` of calls, evenly spread (reproducible)."""
+        self._calls += 1
+        return fraction > 0 and int(self._calls * fraction) != int((self._calls - 1) * fraction)
 
     def should_retry(self, ex: Exception) -> bool | RetryDecision:
         if isinstance(ex, OfflineRateLimit):

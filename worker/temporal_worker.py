@@ -24,7 +24,14 @@ from workflows.eval_run import EvalRun
 
 from .connect import Target, connect, host_queue
 
-ACTIVITIES = [capture_definition, observe_run, spawn_worker, stop_workers, tidy_logs, write_workspace]
+ACTIVITIES = [
+    capture_definition,
+    observe_run,
+    spawn_worker,
+    stop_workers,
+    tidy_logs,
+    write_workspace,
+]
 log = structlog.get_logger("steward.worker")
 
 
@@ -44,7 +51,12 @@ async def serve(target: Target, ready_file: Path | None = None) -> None:
     with ThreadPoolExecutor(max_workers=32) as executor:
         workers = build_workers(client, executor)
         runs = [asyncio.create_task(w.run()) for w in workers]
-        log.info("worker started", address=target.address, namespace=target.namespace, host_queue=host_queue())
+        log.info(
+            "worker started",
+            address=target.address,
+            namespace=target.namespace,
+            host_queue=host_queue(),
+        )
         if ready_file is not None:
             ready_file.write_text("ready\n")
         stopper = asyncio.create_task(stop.wait())
@@ -63,7 +75,9 @@ def main() -> None:
     parser.add_argument("--ready-file", type=Path)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
-    asyncio.run(serve(Target(args.address, args.namespace, embedded=True, ui_url=None), args.ready_file))
+    asyncio.run(
+        serve(Target(args.address, args.namespace, embedded=True, ui_url=None), args.ready_file)
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
 }
 WORKFLOW_TASK_QUEUE = "steward"
 
-RunPhase = Literal["capturing", "running", "stalled", "finished", "cancelling", "cancelled", "failed"]
+RunPhase = Literal[
+    "capturing", "running", "stalled", "finished", "cancelling", "cancelled", "failed"
+]
 TaskPhase = Literal["pending", "running", "complete", "stalled"]
 TERMINAL_PHASES: frozenset[str] = frozenset({"finished", "cancelled", "failed"})
 

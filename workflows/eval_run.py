@@ -15,13 +15,14 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from . import policy
     from .contracts import (
+        CancelRequest,
         Capture,
         CaptureRequest,
-        CancelRequest,
         JournalEvent,
-        ObserveRequest,
         Observation,
+        ObserveRequest,
         PauseRequest,
         RunInput,
         RunState,
@@ -35,7 +36,6 @@ with workflow.unsafe.imports_passed_through():
         WorkerProcess,
         WorkspaceWrite,
     )
-    from . import policy
     from .eval_run_state import visible_state
 
 STATE_KEY = SearchAttributeKey.for_keyword("StewardState")
@@ -80,11 +80,13 @@ class EvalRun:
                     lambda: self._wake or self._cancel is not None or self._history_full(),
                     timeout=timedelta(seconds=self._settings.tend_interval),
                 )
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             if self._history_full() and self._cancel is None:
                 # Tends driven by updates grow the history too: hand over between tends.
-                await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self._lock.locked())
+                await workflow.wait_condition(
+                    lambda: workflow.all_handlers_finished() and not self._lock.locked()
+                )
                 workflow.continue_as_new(run_input.model_copy(update={"state": self._state}))
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._state
@@ -172,7 +174,9 @@ class EvalRun:
     async def _tend(self) -> TendSummary:
         state = self._state
         state.tend_count += 1
-        summary = TendSummary(tend=state.tend_count, at=workflow.now(), phase=state.phase, paused=state.paused)
+        summary = TendSummary(
+            tend=state.tend_count, at=workflow.now(), phase=state.phase, paused=state.paused
+        )
         if state.phase in ("finished", "cancelled", "failed", "cancelling"):
             return summary
 
@@ -191,7 +195,9 @@ class EvalRun:
         for identifier in outcome.completed:
             task = state.task(identifier)
             summary.completed.append(task.spec.name)
-            self._journal("task complete", task=task.spec.name, log=task.log, samples=task.progress.done)
+            self._journal(
+                "task complete", task=task.spec.name, log=task.log, samples=task.progress.done
+            )
         for identifier in outcome.stalled:
             task = state.task(identifier)
             summary.stalled.append(task.spec.name)
@@ -259,14 +265,21 @@ class EvalRun:
                 for t in group
             ],
         )
-        worker: WorkerProcess = await self._activity("spawn_worker", request, result_type=WorkerProcess)
+        worker: WorkerProcess = await self._activity(
+            "spawn_worker", request, result_type=WorkerProcess
+        )
         state.workers[worker_id] = worker
         for task in group:
             task.phase, task.worker_id = "running", worker_id
             task.attempts += 1
             task.completed_at_spawn = task.progress.completed
         self._journal(
-            "spawned", worker=worker_id, tasks=names, pid=worker.pid, socket=worker.socket, output=worker.output
+            "spawned",
+            worker=worker_id,
+            tasks=names,
+            pid=worker.pid,
+            socket=worker.socket,
+            output=worker.output,
         )
         return names
 
@@ -287,14 +300,19 @@ class EvalRun:
                 task.phase, task.worker_id = "pending", None
         state.phase, state.finished_at, state.next_tend_at = "cancelled", workflow.now(), None
         self._journal(
-            "cancelled", reason=self._cancel.reason, by=self._cancel.by,
-            stopped=result.stopped_gracefully, killed=result.killed,
+            "cancelled",
+            reason=self._cancel.reason,
+            by=self._cancel.by,
+            stopped=result.stopped_gracefully,
+            killed=result.killed,
         )
         await self._write_workspace()
         self._upsert_visibility()
 
     # ---------------------------------------------------------------- helpers
-    async def _activity(self, name: str, arg: Any, *, result_type: Any = None, timeout: timedelta | None = None) -> Any:
+    async def _activity(
+        self, name: str, arg: Any, *, result_type: Any = None, timeout: timedelta | None = None
+    ) -> Any:
         assert self._input is not None
         return await workflow.execute_activity(
             name,
@@ -332,7 +350,9 @@ class EvalRun:
         )
         # Only what was written leaves the queue; the activity skips seqs already on disk.
         written = {e.seq for e in pending}
-        self._state.pending_journal = [e for e in self._state.pending_journal if e.seq not in written]
+        self._state.pending_journal = [
+            e for e in self._state.pending_journal if e.seq not in written
+        ]
 
     def _upsert_visibility(self) -> None:
         state = self._state

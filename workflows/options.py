@@ -108,7 +108,10 @@ class StewardOptions(BaseModel):
     stuck_cancel: Annotated[bool | list[str] | None, BeforeValidator(_from_text)] = None
     policies: str | list[str] | None = None
     # Scanning
-    scan_model: Annotated[str | Literal[False] | None, BeforeValidator(lambda v: False if str(v).lower() == "false" else v)] = None
+    scan_model: Annotated[
+        str | Literal[False] | None,
+        BeforeValidator(lambda v: False if str(v).lower() == "false" else v),
+    ] = None
     scanners: Annotated[list[str] | None, BeforeValidator(_from_text)] = None
     # Temporal (where the runs live): unset address = the embedded dev server
     temporal_address: str | None = None
@@ -130,26 +133,86 @@ class StewardOptions(BaseModel):
 
 # What `steward init` writes into _steward.yaml: (section, option, yaml default, description).
 OPTION_DOCS: list[tuple[str, str, str, str]] = [
-    ("Logs", "log_root", "null", "Root for this machine's logs (a path or an fsspec URL such as s3://...)."),
-    ("Logs", "log_store", "null", "Logs to reuse rather than run: a directory of .eval files or a Flow store."),
-    ("Logs", "sync", "null", "Where the workspace's files are mirrored on each tend (null: the log dir)."),
+    (
+        "Logs",
+        "log_root",
+        "null",
+        "Root for this machine's logs (a path or an fsspec URL such as s3://...).",
+    ),
+    (
+        "Logs",
+        "log_store",
+        "null",
+        "Logs to reuse rather than run: a directory of .eval files or a Flow store.",
+    ),
+    (
+        "Logs",
+        "sync",
+        "null",
+        "Where the workspace's files are mirrored on each tend (null: the log dir).",
+    ),
     ("Supervision", "tend_interval", "10m", "How often a scheduled tend runs, with a unit."),
     ("Supervision", "notification", "null", "Apprise URL(s) or an Apprise config file."),
-    ("Supervision", "heartbeat", "1h", "How often a liveness heartbeat posts while a run progresses; false for none."),
-    ("Concurrency", "samples_ramp", "[50, 200]", "Range to discover sample concurrency in; false for no automatic ramp."),
-    ("Concurrency", "max_workers", "null", "Pack the run into this many worker processes (null: one per task)."),
+    (
+        "Supervision",
+        "heartbeat",
+        "1h",
+        "How often a liveness heartbeat posts while a run progresses; false for none.",
+    ),
+    (
+        "Concurrency",
+        "samples_ramp",
+        "[50, 200]",
+        "Range to discover sample concurrency in; false for no automatic ramp.",
+    ),
+    (
+        "Concurrency",
+        "max_workers",
+        "null",
+        "Pack the run into this many worker processes (null: one per task).",
+    ),
     ("Errors", "stall_after", "2", "Fruitless respawns before a task is given up on and reported."),
     ("Errors", "stuck_after", "5h", "Report a sample with no activity for this long."),
-    ("Standing rules", "preauthorized", "null", "Anomaly-class patterns mapped to rerun, exclude, zero or score."),
-    ("Standing rules", "stuck_cancel", "null", "Stuck tool calls the agent may cancel unasked: true, or a list of tool names."),
+    (
+        "Standing rules",
+        "preauthorized",
+        "null",
+        "Anomaly-class patterns mapped to rerun, exclude, zero or score.",
+    ),
+    (
+        "Standing rules",
+        "stuck_cancel",
+        "null",
+        "Stuck tool calls the agent may cancel unasked: true, or a list of tool names.",
+    ),
     ("Standing rules", "policies", "null", "Rules an agent applies, as prose or a list."),
-    ("Scanning", "scan_model", "null", "The model scanners use (null: the eval model; false ignores SCOUT_SCAN_MODEL)."),
+    (
+        "Scanning",
+        "scan_model",
+        "null",
+        "The model scanners use (null: the eval model; false ignores SCOUT_SCAN_MODEL).",
+    ),
     ("Scanning", "scanners", "null", "Scanners run in addition to the definition's."),
-    ("Temporal", "temporal_address", "null", "host:port of a Temporal cluster; null runs the embedded dev server."),
+    (
+        "Temporal",
+        "temporal_address",
+        "null",
+        "host:port of a Temporal cluster; null runs the embedded dev server.",
+    ),
     ("Temporal", "temporal_namespace", "default", "Temporal namespace of the runs."),
     ("Temporal", "temporal_tls_cert", "null", "TLS client certificate file for temporal_address."),
     ("Temporal", "temporal_tls_key", "null", "TLS client key file for temporal_address."),
-    ("Temporal", "temporal_api_key", "null", "API key for temporal_address (better kept in .env than here)."),
+    (
+        "Temporal",
+        "temporal_api_key",
+        "null",
+        "API key for temporal_address (better kept in .env than here).",
+    ),
     ("Temporal", "temporal_port", "7233", "Port of the embedded dev server (127.0.0.1)."),
-    ("Temporal", "temporal_ui_port", "8233", "Port of the embedded dev server's web UI (127.0.0.1)."),
+    (
+        "Temporal",
+        "temporal_ui_port",
+        "8233",
+        "Port of the embedded dev server's web UI (127.0.0.1).",
+    ),
 ]

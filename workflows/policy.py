@@ -31,7 +31,9 @@ def open_tasks(state: RunState) -> list[TaskState]:
     return [t for t in state.tasks if t.phase in ("pending", "running")]
 
 
-def apply_observation(state: RunState, observation: Observation, stall_after: int) -> ObservationOutcome:
+def apply_observation(
+    state: RunState, observation: Observation, stall_after: int
+) -> ObservationOutcome:
     """Fold an observation into the state (in place) and say what changed.
 
     A task whose newest log is `success` is complete. A worker that died takes its unfinished

@@ -44,15 +44,23 @@ def render_status_markdown(status: RunStatus) -> str:
         f"- Logs: `{state.log_dir or '—'}`",
     ]
     if state.paused:
-        lines.append(f"- **Paused**: {state.pause_reason or 'no reason given'} (`steward resume` to continue)")
+        lines.append(
+            f"- **Paused**: {state.pause_reason or 'no reason given'} (`steward resume` to continue)"
+        )
     if state.error:
         lines.append(f"- **Error**: {state.error}")
     if state.cancel_reason is not None:
         lines.append(f"- Cancelled: {state.cancel_reason or 'no reason given'}")
     stalled = [t.spec.name for t in state.tasks if t.phase == "stalled"]
     if stalled:
-        lines.append(f"- **Needs you**: given up after repeated worker deaths: {', '.join(stalled)}")
-    lines += ["", "| task | model | state | samples | errors | in flight | attempts |", "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"- **Needs you**: given up after repeated worker deaths: {', '.join(stalled)}"
+        )
+    lines += [
+        "",
+        "| task | model | state | samples | errors | in flight | attempts |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in task_rows(state.tasks):
         lines.append(
             f"| {row['task']} | {row['model']} | {row['phase']} | {row['done']}/{row['total']} "

@@ -1,0 +1,95 @@
+"""The embedded default (server and worker started on demand) and connecting to a cluster."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from .helpers import Steward, free_port, make_workspace, pid_alive, wait_for
+
+
+def _private(steward: Steward, tmp_path: Path, **env: str) -> Steward:
+    """A Steward with its own data dir and ports (so nothing touches the session's services)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    return Steward(
+        {
+            **steward.env,
+            "STEWARD_DATA_DIR": str(data),
+            "STEWARD_TEMPORAL_PORT": str(free_port()),
+            "STEWARD_TEMPORAL_UI_PORT": str(free_port()),
+            **env,
+        }
+    )
+
+
+def _one_sentence(result, code: int, *needles: str) -> None:
+    assert result.code == code, (result.stdout, result.stderr)
+    text = result.stderr + result.stdout
+    assert "Traceback" not in text
+    for needle in needles:
+        assert needle in text, text
+
+
+def test_status_of_running_services(steward):
+    services = steward.ok("server", "status")["services"]
+    assert services[0]["running"] is True and "healthy" in services[0]["detail"]
+    assert steward.ok("worker", "status")["services"][0]["running"] is True
+
+
+def test_port_already_taken(steward, tmp_path):
+    private = _private(steward, tmp_path)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", int(private.env["STEWARD_TEMPORAL_PORT"])))
+        squatter.listen()
+        _one_sentence(private("server", "start"), 1, "already taken", "STEWARD_TEMPORAL_PORT")
+    assert not (private.data_dir() / "temporal.pid").exists()
+
+
+def test_binary_missing(steward, tmp_path):
+    private = _private(steward, tmp_path, STEWARD_TEMPORAL_BIN=str(tmp_path / "no-temporal"))
+    _one_sentence(private("server", "start"), 1, "no-temporal", "not an executable file")
+
+
+def test_server_that_does_not_come_up_within_the_bound(steward, tmp_path):
+    fake = tmp_path / "temporal"
+    fake.write_text("#!/bin/sh\nexec sleep 60\n")
+    fake.chmod(0o755)
+    private = _private(
+        steward, tmp_path, STEWARD_TEMPORAL_BIN=str(fake), STEWARD_SERVER_START_TIMEOUT="2"
+    )
+    _one_sentence(private("server", "start"), 1, "did not come up within 2 s", "temporal.log")
+    assert not (private.data_dir() / "temporal.pid").exists()
+
+
+def test_commands_start_the_embedded_services_when_needed(steward, tmp_path):
+    private = _private(steward, tmp_path)
+    workspace = make_workspace(private, tmp_path, {"solo": 3})
+    launched = private("launch", cwd=workspace)
+    assert launched.code == 0, launched.stderr
+    assert "Started temporal and worker" in launched.stdout
+    assert f"http://127.0.0.1:{private.env['STEWARD_TEMPORAL_UI_PORT']}" in launched.stdout
+    server, worker = private.service_pid("temporal"), private.service_pid("worker")
+    private.wait_phase(workspace, {"finished"})
+    # Already running: nothing new is started.
+    again = private("status", cwd=workspace)
+    assert again.code == 0 and "Started" not in again.stdout
+    assert private.service_pid("temporal") == server and private.service_pid("worker") == worker
+    assert private.ok("worker", "stop")["stopped"] and private.ok("server", "stop")["stopped"]
+    wait_for(lambda: not pid_alive(server) and not pid_alive(worker), what="services to stop")
+    status = private("server", "status", "--json")
+    assert status.code == 1 and status.json["services"][0]["running"] is False
+
+
+def test_a_configured_cluster_is_used_and_nothing_is_started(steward, tmp_path):
+    address = f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}"
+    private = _private(steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=address)
+    assert isinstance(private.ok("runs")["runs"], list)
+    assert not (private.data_dir() / "temporal.pid").exists()
+    assert not (private.data_dir() / "worker.pid").exists()
+    _one_sentence(private("server", "start"), 2, "STEWARD_TEMPORAL_ADDRESS", address)
+
+
+def test_unreachable_cluster(steward, tmp_path):
+    private = _private(steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
+    _one_sentence(private("runs"), 1, "Cannot reach Temporal", "STEWARD_TEMPORAL_ADDRESS")
