@@ -63,7 +63,10 @@ def main() -> None:
     steward = Steward(env)
     tasks = {f"slow_{i:02d}": 400 for i in range(args.tasks)}
     workspace = make_workspace(
-        steward, root, tasks, options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
+        steward,
+        root,
+        tasks,
+        options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
         dotenv="STEWARD_OFFLINE_DELAY=5\n",
     )
     try:
@@ -71,13 +74,22 @@ def main() -> None:
         launched = steward.ok("launch", cwd=workspace)
         wait_for(
             lambda: len(steward.status(workspace)["state"]["workers"]) == args.tasks,
-            timeout=300, what="every worker to be spawned",
+            timeout=300,
+            what="every worker to be spawned",
         )
         # Let the fleet finish starting up (imports) so we measure steady state.
         wait_for(
-            lambda: sum(t["progress"]["in_flight"] > 0 for t in steward.ok("tend", cwd=workspace) and
-                        steward.status(workspace)["state"]["tasks"]) == args.tasks,
-            timeout=300, interval=2, what="every worker to report samples in flight",
+            lambda: (
+                sum(
+                    t["progress"]["in_flight"] > 0
+                    for t in steward.ok("tend", cwd=workspace)
+                    and steward.status(workspace)["state"]["tasks"]
+                )
+                == args.tasks
+            ),
+            timeout=300,
+            interval=2,
+            what="every worker to report samples in flight",
         )
         address = f"127.0.0.1:{env['STEWARD_TEMPORAL_PORT']}"
         tends = asyncio.run(time_tends(address, launched["workflow_id"], args.calls))
@@ -89,8 +101,11 @@ def main() -> None:
             assert result.code == 0, result.stderr
     finally:
         steward("cancel", "--no-wait", cwd=workspace)
-        wait_for(lambda: steward.status(workspace)["state"]["phase"] == "cancelled", timeout=120,
-                 what="the run to be cancelled")
+        wait_for(
+            lambda: steward.status(workspace)["state"]["phase"] == "cancelled",
+            timeout=120,
+            what="the run to be cancelled",
+        )
         steward("worker", "stop")
         steward("server", "stop")
         shutil.rmtree(root, ignore_errors=True)
@@ -104,9 +119,17 @@ def main() -> None:
     table = Table(title=f"steward tend / status, {args.tasks} live tasks, {args.calls} calls each")
     for column in ("measure", "p50 s", "p95 s", "min s", "max s"):
         table.add_column(column)
-    for name, values in (("tend update round trip", tends), ("steward status (CLI process)", statuses)):
-        table.add_row(name, f"{statistics.median(values):.3f}", f"{percentile(values, 0.95):.3f}",
-                      f"{min(values):.3f}", f"{max(values):.3f}")
+    for name, values in (
+        ("tend update round trip", tends),
+        ("steward status (CLI process)", statuses),
+    ):
+        table.add_row(
+            name,
+            f"{statistics.median(values):.3f}",
+            f"{percentile(values, 0.95):.3f}",
+            f"{min(values):.3f}",
+            f"{max(values):.3f}",
+        )
     Console().print(table)
     print(json.dumps(figures))
 

@@ -168,7 +168,7 @@ def status(
 ) -> None:
     """Where the run stands: state, per-task progress, last and next tend."""
     ctx = runs.load_context(workspace)
-    runs.ensure_services(ctx.target, ctx.options, quiet=True)
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
 
     async def go():
         handle = await runs.run_handle(ctx)
@@ -191,7 +191,7 @@ def tend(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     from temporalio.client import WorkflowUpdateFailedError
 
     ctx = runs.load_context(workspace)
-    runs.ensure_services(ctx.target, ctx.options, quiet=True)
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
 
     async def go() -> TendSummary:
         handle = await runs.run_handle(ctx)
@@ -209,7 +209,7 @@ def tend(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
 def _signal(workspace: Path | None, name: str, payload, as_json: bool, said: str) -> None:
     ctx = runs.load_context(workspace)
-    runs.ensure_services(ctx.target, ctx.options, quiet=True)
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
 
     async def go() -> None:
         handle = await runs.run_handle(ctx)
@@ -262,7 +262,7 @@ def cancel(
 ) -> None:
     """Stop the workers (30 s grace, then killed) and end the run CANCELLED."""
     ctx = runs.load_context(workspace)
-    runs.ensure_services(ctx.target, ctx.options, quiet=True)
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
 
     async def go():
         handle = await runs.run_handle(ctx)
@@ -286,7 +286,7 @@ def list_runs(as_json: JsonOpt = False) -> None:
     """Every run the Temporal server knows: workspace, state, progress."""
     options = runs.machine_options()
     target = runs.target_for(options)
-    runs.ensure_services(target, options, quiet=True)
+    runs.ensure_services(target, options, quiet=as_json)
     rows = asyncio.run(runs.list_runs(target))
     emit(as_json, {"ok": True, "runs": rows}, lambda: render.print_runs(rows))
 

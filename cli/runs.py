@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from worker import embedded
-from worker.connect import Target, connect, host_queue, run_url, target_for
+from worker.connect import ConnectError, Target, connect, host_queue, run_url, target_for
 from worker.workspace import (
     OptionsError,
     WorkspaceError,
@@ -77,6 +77,8 @@ def ensure_services(target: Target, options: StewardOptions, quiet: bool) -> Non
 async def client_for(target: Target):
     try:
         return await asyncio.wait_for(connect(target), 15)
+    except ConnectError as err:
+        raise bad_input(str(err)) from err
     except Exception as err:  # the SDK raises RuntimeError for unreachable servers
         raise CommandError(
             f"Cannot reach Temporal at {target.address} ({err}); "
@@ -166,7 +168,9 @@ async def start_run(ctx: Context, definition: str, settings: RunSettings) -> Any
     deadline = loop.time() + CAPTURE_WAIT_S
     while True:
         status = await query_status(handle, ctx)
-        if status.state.phase != "capturing" or loop.time() > deadline:
+        # Back to the user once the tasks are known and the first tend has spawned them.
+        started = status.state.phase != "capturing" and status.state.tend_count > 0
+        if started or status.state.phase in TERMINAL_PHASES or loop.time() > deadline:
             return status
         await asyncio.sleep(0.3)
 

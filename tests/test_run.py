@@ -133,3 +133,23 @@ def test_cancel_ends_cancelled_and_leaves_no_live_process(steward, workspace_roo
     # A cancelled run takes no more commands, with one clear sentence.
     refused = steward("tend", cwd=workspace)
     assert refused.code == 1 and "already cancelled" in refused.stderr
+
+
+def test_max_workers_packs_tasks_into_fewer_processes(steward, workspace_root):
+    workspace = make_workspace(
+        steward, workspace_root, {"p": 3, "q": 3, "r": 3}, options="max_workers: 1\n"
+    )
+    launched = steward.ok("launch", cwd=workspace)
+    (worker,) = launched["state"]["workers"].values()
+    assert len(worker["tasks"]) == 3
+    selection = json.loads(
+        (workspace / ".steward" / "workers" / f"{worker['worker_id']}.selection.json").read_text()
+    )
+    assert len(selection["tasks"]) == 3 and selection["overrides"]["max_samples"] == 50
+    status = steward.wait_phase(workspace, {"finished"})
+    assert all(t["attempts"] == 1 for t in status["state"]["tasks"])
+    assert {task: len(ids) for task, ids in read_logs(workspace / "logs").items()} == {
+        "p": 3,
+        "q": 3,
+        "r": 3,
+    }

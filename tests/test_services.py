@@ -93,3 +93,13 @@ def test_a_configured_cluster_is_used_and_nothing_is_started(steward, tmp_path):
 def test_unreachable_cluster(steward, tmp_path):
     private = _private(steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
     _one_sentence(private("runs"), 1, "Cannot reach Temporal", "STEWARD_TEMPORAL_ADDRESS")
+
+
+def test_missing_tls_certificate_is_named(steward, tmp_path):
+    private = _private(
+        steward,
+        tmp_path,
+        STEWARD_TEMPORAL_ADDRESS="127.0.0.1:7233",
+        STEWARD_TEMPORAL_TLS_CERT=str(tmp_path / "c.pem"),
+    )
+    _one_sentence(private("runs"), 2, "temporal_tls_cert", "c.pem", "does not exist")

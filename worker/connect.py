@@ -27,6 +27,10 @@ def host_queue() -> str:
     return f"steward-host-{host}-{scope}"
 
 
+class ConnectError(Exception):
+    """Temporal cannot be reached as configured; the message says why."""
+
+
 @dataclass(frozen=True)
 class Target:
     address: str
@@ -69,6 +73,15 @@ async def connect(target: Target):
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.service import TLSConfig
 
+    for option, path in (
+        ("temporal_tls_cert", target.tls_cert),
+        ("temporal_tls_key", target.tls_key),
+    ):
+        if path and not Path(path).is_file():
+            raise ConnectError(
+                f"{option} (STEWARD_{option.upper()}) names {path}, which does not exist; "
+                "point it at the PEM file."
+            )
     tls: TLSConfig | bool = False
     if target.tls_cert or target.tls_key:
         tls = TLSConfig(

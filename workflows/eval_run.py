@@ -173,9 +173,8 @@ class EvalRun:
 
     async def _tend(self) -> TendSummary:
         state = self._state
-        state.tend_count += 1
         summary = TendSummary(
-            tend=state.tend_count, at=workflow.now(), phase=state.phase, paused=state.paused
+            tend=state.tend_count + 1, at=workflow.now(), phase=state.phase, paused=state.paused
         )
         if state.phase in ("finished", "cancelled", "failed", "cancelling"):
             return summary
@@ -221,6 +220,7 @@ class EvalRun:
         if state.phase == "finished":
             state.finished_at = workflow.now()
             self._journal("finished", samples=state.samples_done, tasks=len(state.tasks))
+        state.tend_count = summary.tend  # counted when done, so status never shows a tend half-way
         state.last_tend_at = workflow.now()
         state.next_tend_at = (
             None
