@@ -8,7 +8,9 @@ import uuid
 from importlib import resources
 from pathlib import Path
 
-from workflows.options import OPTION_DOCS
+import yaml
+
+from workflows.options import option_sections
 
 from .options import OPTIONS_FILE
 
@@ -35,11 +37,12 @@ def options_yaml() -> str:
         "# Durations need a unit: 30s, 10m, 1h, 2d.",
     ]
     section = None
-    for group, name, default, description in OPTION_DOCS:
+    for group, name, default, description in option_sections():
         if group != section:
             lines += ["", f"# --- {group} ---"]
             section = group
-        lines += [f"# {description}", f"# {name}: {default}"]
+        written = yaml.safe_dump(default, default_flow_style=True).removesuffix("...\n").strip()
+        lines += [f"# {description}", f"# {name}: {written}"]
     return "\n".join(lines) + "\n"
 
 

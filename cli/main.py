@@ -16,7 +16,7 @@ from workflows.contracts import CancelRequest, PauseRequest, RunSettings, TendSu
 from workflows.policy import DEFAULT_MAX_SAMPLES
 
 from . import render, runs
-from .output import BAD_INPUT, OK, CommandError, bad_input, console, emit, fail, finish
+from .output import BAD_INPUT, FAILED, OK, CommandError, bad_input, console, emit, fail, finish
 
 app = typer.Typer(
     help="Steward: durable supervision of long Inspect AI eval runs on Temporal.",
@@ -305,6 +305,30 @@ def _service_result(as_json: bool, statuses: list) -> None:
     )
 
 
+def _start_service(as_json: bool, start: Callable) -> None:
+    from worker import embedded
+
+    try:
+        _service_result(as_json, [start()])
+    except embedded.ServiceError as err:
+        raise CommandError(str(err)) from err
+
+
+def _status_result(as_json: bool, status) -> None:
+    """Print a service's status; exit 1 when it is not running (scripts can test it)."""
+    _service_result(as_json, [status])
+    if not status.running:
+        finish(FAILED)
+
+
+def _stop_result(as_json: bool, stopped: bool) -> None:
+    emit(
+        as_json,
+        {"ok": True, "stopped": stopped},
+        lambda: console.print("Stopped." if stopped else "Not running."),
+    )
+
+
 def _embedded_target():
     options = runs.machine_options()
     target = runs.target_for(options)
@@ -323,10 +347,7 @@ def server_start(as_json: JsonOpt = False) -> None:
     from worker import embedded
 
     options, target = _embedded_target()
-    try:
-        _service_result(as_json, [embedded.start_server(target, options.temporal_ui_port)])
-    except embedded.ServiceError as err:
-        raise CommandError(str(err)) from err
+    _start_service(as_json, lambda: embedded.start_server(target, options.temporal_ui_port))
 
 
 @server_app.command("stop")
@@ -335,12 +356,7 @@ def server_stop(as_json: JsonOpt = False) -> None:
     """Stop the embedded Temporal dev server (its SQLite file stays)."""
     from worker import embedded
 
-    stopped = embedded.stop_server()
-    emit(
-        as_json,
-        {"ok": True, "stopped": stopped},
-        lambda: console.print("Stopped." if stopped else "Not running."),
-    )
+    _stop_result(as_json, embedded.stop_server())
 
 
 @server_app.command("status")
@@ -350,10 +366,7 @@ def server_status(as_json: JsonOpt = False) -> None:
     from worker import embedded
 
     _, target = _embedded_target()
-    result = embedded.server_status(target)
-    _service_result(as_json, [result])
-    if not result.running:
-        finish(1)
+    _status_result(as_json, embedded.server_status(target))
 
 
 @worker_app.callback(invoke_without_command=True)
@@ -378,12 +391,8 @@ def worker_start(as_json: JsonOpt = False) -> None:
     """Run the Steward worker detached (pid and log in Steward's data dir)."""
     from worker import embedded
 
-    options = runs.machine_options()
-    target = runs.target_for(options)
-    try:
-        _service_result(as_json, [embedded.start_worker(target)])
-    except embedded.ServiceError as err:
-        raise CommandError(str(err)) from err
+    target = runs.target_for(runs.machine_options())
+    _start_service(as_json, lambda: embedded.start_worker(target))
 
 
 @worker_app.command("stop")
@@ -392,12 +401,7 @@ def worker_stop(as_json: JsonOpt = False) -> None:
     """Stop the detached Steward worker (task workers keep running; the next worker adopts them)."""
     from worker import embedded
 
-    stopped = embedded.stop_worker()
-    emit(
-        as_json,
-        {"ok": True, "stopped": stopped},
-        lambda: console.print("Stopped." if stopped else "Not running."),
-    )
+    _stop_result(as_json, embedded.stop_worker())
 
 
 @worker_app.command("status")
@@ -406,10 +410,7 @@ def worker_status(as_json: JsonOpt = False) -> None:
     """Is the detached Steward worker running?"""
     from worker import embedded
 
-    result = embedded.worker_status()
-    _service_result(as_json, [result])
-    if not result.running:
-        finish(1)
+    _status_result(as_json, embedded.worker_status())
 
 
 def run() -> None:

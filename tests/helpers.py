@@ -185,3 +185,12 @@ def read_logs(log_dir: Path) -> dict[str, list[tuple[Any, int]]]:
         assert log.status == "success", f"{path.name} is {log.status}"
         found.setdefault(log.eval.task, []).extend((s.id, s.epoch) for s in log.samples or [])
     return found
+
+
+def assert_each_sample_once(workspace: Path, expected: dict[str, int]) -> None:
+    """One success log per task, holding each of its samples exactly once."""
+    samples = read_logs(workspace / "logs")
+    assert {task: len(ids) for task, ids in samples.items()} == expected
+    for task, ids in samples.items():
+        assert len(set(ids)) == len(ids), f"{task} has a sample twice"
+    assert len(list((workspace / "logs").glob("*.eval"))) == len(expected)

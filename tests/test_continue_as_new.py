@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .helpers import make_workspace, read_logs
+from .helpers import assert_each_sample_once, make_workspace
 
 
 def test_state_survives_continue_as_new(steward, workspace_root):
@@ -33,4 +33,4 @@ def test_state_survives_continue_as_new(steward, workspace_root):
 
     journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
     assert [e["seq"] for e in journal] == list(range(1, len(journal) + 1))
-    assert {task: len(ids) for task, ids in read_logs(workspace / "logs").items()} == {"long": 30}
+    assert_each_sample_once(workspace, {"long": 30})

@@ -8,21 +8,13 @@ import signal
 
 from inspect_ai.log import read_eval_log_sample_summaries
 
-from .helpers import make_workspace, pid_alive, read_logs, wait_for
+from .helpers import assert_each_sample_once, make_workspace, pid_alive, wait_for
 
 SLOW = "STEWARD_OFFLINE_DELAY=0.6\n"
 
 
 def _progress(steward, workspace) -> int:
     return steward.status(workspace)["state"]["samples_done"]
-
-
-def _exactly_once(workspace, expected: dict[str, int]) -> None:
-    samples = read_logs(workspace / "logs")
-    assert {task: len(ids) for task, ids in samples.items()} == expected
-    for task, ids in samples.items():
-        assert len(set(ids)) == len(ids), f"{task} has a sample twice"
-    assert len(list((workspace / "logs").glob("*.eval"))) == len(expected)
 
 
 def test_kill_steward_worker_mid_run(steward, workspace_root):
@@ -47,7 +39,7 @@ def test_kill_steward_worker_mid_run(steward, workspace_root):
     status = steward.wait_phase(workspace, {"finished"})
     # Re-adopted, not respawned: each task ran in exactly one worker.
     assert [t["attempts"] for t in status["state"]["tasks"]] == [1, 1]
-    _exactly_once(workspace, {"one": 16, "two": 16})
+    assert_each_sample_once(workspace, {"one": 16, "two": 16})
 
 
 def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
@@ -88,7 +80,7 @@ def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
         "victim": 2,
         "bystander": 1,
     }
-    _exactly_once(workspace, {"victim": 24, "bystander": 8})
+    assert_each_sample_once(workspace, {"victim": 24, "bystander": 8})
     # Resume reused what the killed worker had logged: those samples keep their uuids (a re-run
     # sample would get a new one), and the killed worker's log was tidied away.
     final = next((workspace / "logs").glob("*victim*.eval"))
@@ -113,7 +105,7 @@ def test_restart_temporal_server_mid_run(steward, workspace_root):
     status = steward.wait_phase(workspace, {"finished"})
     assert status["workflow_id"] == launched["workflow_id"]
     assert status["state"]["tasks"][0]["attempts"] == 1
-    _exactly_once(workspace, {"steady": 20})
+    assert_each_sample_once(workspace, {"steady": 20})
 
 
 def test_task_that_crashes_every_time_is_reported_stalled(steward, workspace_root):

@@ -7,7 +7,7 @@ import json
 import os
 import signal
 
-from .helpers import make_workspace, pid_alive, read_logs, wait_for
+from .helpers import assert_each_sample_once, make_workspace, pid_alive, read_logs, wait_for
 
 
 def test_init_launch_finished_three_tasks(steward, workspace_root):
@@ -99,10 +99,13 @@ def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):
         "first": 1,
         "second": 2,
     }
-    assert {task: len(ids) for task, ids in read_logs(workspace / "logs").items()} == {
-        "first": 12,
-        "second": 12,
-    }
+    assert_each_sample_once(
+        workspace,
+        {
+            "first": 12,
+            "second": 12,
+        },
+    )
 
 
 def test_cancel_ends_cancelled_and_leaves_no_live_process(steward, workspace_root):
@@ -148,8 +151,11 @@ def test_max_workers_packs_tasks_into_fewer_processes(steward, workspace_root):
     assert len(selection["tasks"]) == 3 and selection["overrides"]["max_samples"] == 50
     status = steward.wait_phase(workspace, {"finished"})
     assert all(t["attempts"] == 1 for t in status["state"]["tasks"])
-    assert {task: len(ids) for task, ids in read_logs(workspace / "logs").items()} == {
-        "p": 3,
-        "q": 3,
-        "r": 3,
-    }
+    assert_each_sample_once(
+        workspace,
+        {
+            "p": 3,
+            "q": 3,
+            "r": 3,
+        },
+    )

@@ -79,9 +79,20 @@ def _from_text(value: Any) -> Any:
     return value
 
 
+def _false_or_value(value: Any) -> Any:
+    return False if str(value).lower() == "false" else value
+
+
 Duration = Annotated[float, BeforeValidator(_duration)]
 DurationOrFalse = Annotated[float | Literal[False], BeforeValidator(_duration_or_false)]
 SamplesRamp = Annotated[tuple[int, int] | Literal[False], BeforeValidator(_ramp)]
+
+
+def _option(default: Any, section: str, description: str, **constraints: Any) -> Any:
+    """A field with its section and description, which `steward init` writes out."""
+    return Field(
+        default, description=description, json_schema_extra={"section": section}, **constraints
+    )
 
 
 class StewardOptions(BaseModel):
@@ -89,38 +100,81 @@ class StewardOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
-    # Logs
-    log_root: str | None = None
-    log_store: str | None = None
-    sync: str | None = None  # None means: the run's log dir
-    # Supervision
-    tend_interval: Duration = "10m"  # type: ignore[assignment]
-    notification: str | list[str] | None = None
-    heartbeat: DurationOrFalse = "1h"  # type: ignore[assignment]
-    # Concurrency
-    samples_ramp: SamplesRamp = [50, 200]  # type: ignore[assignment]
-    max_workers: int | None = Field(default=None, ge=1)
-    # Errors
-    stall_after: int = Field(default=2, ge=0)
-    stuck_after: Duration = "5h"  # type: ignore[assignment]
-    # Standing rules
-    preauthorized: Annotated[dict[str, RulingVerb] | None, BeforeValidator(_from_text)] = None
-    stuck_cancel: Annotated[bool | list[str] | None, BeforeValidator(_from_text)] = None
-    policies: str | list[str] | None = None
-    # Scanning
-    scan_model: Annotated[
-        str | Literal[False] | None,
-        BeforeValidator(lambda v: False if str(v).lower() == "false" else v),
-    ] = None
-    scanners: Annotated[list[str] | None, BeforeValidator(_from_text)] = None
-    # Temporal (where the runs live): unset address = the embedded dev server
-    temporal_address: str | None = None
-    temporal_namespace: str = "default"
-    temporal_tls_cert: str | None = None
-    temporal_tls_key: str | None = None
-    temporal_api_key: str | None = None
-    temporal_port: int = Field(default=7233, ge=1, le=65535)
-    temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
+    log_root: str | None = _option(
+        None, "Logs", "Root for this machine's logs (a path or an fsspec URL such as s3://...)."
+    )
+    log_store: str | None = _option(
+        None, "Logs", "Logs to reuse rather than run: a directory of .eval files or a Flow store."
+    )
+    sync: str | None = _option(
+        None, "Logs", "Where the workspace's files are mirrored on each tend (null: the log dir)."
+    )
+    tend_interval: Duration = _option(
+        "10m", "Supervision", "How often a scheduled tend runs, with a unit."
+    )
+    notification: str | list[str] | None = _option(
+        None, "Supervision", "Apprise URL(s) or an Apprise config file."
+    )
+    heartbeat: DurationOrFalse = _option(
+        "1h",
+        "Supervision",
+        "How often a liveness heartbeat posts while a run progresses; false for none.",
+    )
+    samples_ramp: SamplesRamp = _option(
+        [50, 200],
+        "Concurrency",
+        "Range to discover sample concurrency in; false for no automatic ramp.",
+    )
+    max_workers: int | None = _option(
+        None,
+        "Concurrency",
+        "Pack the run into this many worker processes (null: one per task).",
+        ge=1,
+    )
+    stall_after: int = _option(
+        2, "Errors", "Fruitless respawns before a task is given up on and reported.", ge=0
+    )
+    stuck_after: Duration = _option(
+        "5h", "Errors", "Report a sample with no activity for this long."
+    )
+    preauthorized: Annotated[dict[str, RulingVerb] | None, BeforeValidator(_from_text)] = _option(
+        None, "Standing rules", "Anomaly-class patterns mapped to rerun, exclude, zero or score."
+    )
+    stuck_cancel: Annotated[bool | list[str] | None, BeforeValidator(_from_text)] = _option(
+        None,
+        "Standing rules",
+        "Stuck tool calls the agent may cancel unasked: true, or a list of tool names.",
+    )
+    policies: str | list[str] | None = _option(
+        None, "Standing rules", "Rules an agent applies, as prose or a list."
+    )
+    scan_model: Annotated[str | Literal[False] | None, BeforeValidator(_false_or_value)] = _option(
+        None,
+        "Scanning",
+        "The model scanners use (null: the eval model; false ignores SCOUT_SCAN_MODEL).",
+    )
+    scanners: Annotated[list[str] | None, BeforeValidator(_from_text)] = _option(
+        None, "Scanning", "Scanners run in addition to the definition's."
+    )
+    temporal_address: str | None = _option(
+        None, "Temporal", "host:port of a Temporal cluster; null runs the embedded dev server."
+    )
+    temporal_namespace: str = _option("default", "Temporal", "Temporal namespace of the runs.")
+    temporal_tls_cert: str | None = _option(
+        None, "Temporal", "TLS client certificate file for temporal_address."
+    )
+    temporal_tls_key: str | None = _option(
+        None, "Temporal", "TLS client key file for temporal_address."
+    )
+    temporal_api_key: str | None = _option(
+        None, "Temporal", "API key for temporal_address (better kept in .env than here)."
+    )
+    temporal_port: int = _option(
+        7233, "Temporal", "Port of the embedded dev server (127.0.0.1).", ge=1, le=65535
+    )
+    temporal_ui_port: int = _option(
+        8233, "Temporal", "Port of the embedded dev server's web UI (127.0.0.1).", ge=1, le=65535
+    )
 
     @field_validator("tend_interval")
     @classmethod
@@ -131,88 +185,12 @@ class StewardOptions(BaseModel):
         return value
 
 
-# What `steward init` writes into _steward.yaml: (section, option, yaml default, description).
-OPTION_DOCS: list[tuple[str, str, str, str]] = [
-    (
-        "Logs",
-        "log_root",
-        "null",
-        "Root for this machine's logs (a path or an fsspec URL such as s3://...).",
-    ),
-    (
-        "Logs",
-        "log_store",
-        "null",
-        "Logs to reuse rather than run: a directory of .eval files or a Flow store.",
-    ),
-    (
-        "Logs",
-        "sync",
-        "null",
-        "Where the workspace's files are mirrored on each tend (null: the log dir).",
-    ),
-    ("Supervision", "tend_interval", "10m", "How often a scheduled tend runs, with a unit."),
-    ("Supervision", "notification", "null", "Apprise URL(s) or an Apprise config file."),
-    (
-        "Supervision",
-        "heartbeat",
-        "1h",
-        "How often a liveness heartbeat posts while a run progresses; false for none.",
-    ),
-    (
-        "Concurrency",
-        "samples_ramp",
-        "[50, 200]",
-        "Range to discover sample concurrency in; false for no automatic ramp.",
-    ),
-    (
-        "Concurrency",
-        "max_workers",
-        "null",
-        "Pack the run into this many worker processes (null: one per task).",
-    ),
-    ("Errors", "stall_after", "2", "Fruitless respawns before a task is given up on and reported."),
-    ("Errors", "stuck_after", "5h", "Report a sample with no activity for this long."),
-    (
-        "Standing rules",
-        "preauthorized",
-        "null",
-        "Anomaly-class patterns mapped to rerun, exclude, zero or score.",
-    ),
-    (
-        "Standing rules",
-        "stuck_cancel",
-        "null",
-        "Stuck tool calls the agent may cancel unasked: true, or a list of tool names.",
-    ),
-    ("Standing rules", "policies", "null", "Rules an agent applies, as prose or a list."),
-    (
-        "Scanning",
-        "scan_model",
-        "null",
-        "The model scanners use (null: the eval model; false ignores SCOUT_SCAN_MODEL).",
-    ),
-    ("Scanning", "scanners", "null", "Scanners run in addition to the definition's."),
-    (
-        "Temporal",
-        "temporal_address",
-        "null",
-        "host:port of a Temporal cluster; null runs the embedded dev server.",
-    ),
-    ("Temporal", "temporal_namespace", "default", "Temporal namespace of the runs."),
-    ("Temporal", "temporal_tls_cert", "null", "TLS client certificate file for temporal_address."),
-    ("Temporal", "temporal_tls_key", "null", "TLS client key file for temporal_address."),
-    (
-        "Temporal",
-        "temporal_api_key",
-        "null",
-        "API key for temporal_address (better kept in .env than here).",
-    ),
-    ("Temporal", "temporal_port", "7233", "Port of the embedded dev server (127.0.0.1)."),
-    (
-        "Temporal",
-        "temporal_ui_port",
-        "8233",
-        "Port of the embedded dev server's web UI (127.0.0.1).",
-    ),
-]
+def option_sections() -> list[tuple[str, str, Any, str]]:
+    """(section, option, default as written, description) for every option, in order."""
+    rows = []
+    for name, field in StewardOptions.model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        rows.append(
+            (str(extra.get("section", "Other")), name, field.default, field.description or "")
+        )
+    return rows
