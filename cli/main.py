@@ -147,12 +147,12 @@ def launch(
         max_workers=ctx.options.max_workers,
         starting_max_samples=ramp[0] if ramp else DEFAULT_MAX_SAMPLES,
     )
-    status = asyncio.run(runs.start_run(ctx, definition, settings))
+    status = asyncio.run(runs.start_run(ctx, definition, settings, _who(by)))
     if status.state.phase == "failed":
         raise bad_input(status.state.error or "the run failed to start")
     emit(
         as_json,
-        {"ok": True, "launched_by": _who(by), **status.model_dump(mode="json")},
+        {"ok": True, **status.model_dump(mode="json")},
         lambda: render.print_status(status),
     )
 

@@ -125,7 +125,7 @@ async def register_search_attributes(client) -> None:
         )
 
 
-async def start_run(ctx: Context, definition: str, settings: RunSettings) -> Any:
+async def start_run(ctx: Context, definition: str, settings: RunSettings, launched_by: str) -> Any:
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
@@ -145,6 +145,7 @@ async def start_run(ctx: Context, definition: str, settings: RunSettings) -> Any
         host_queue=host_queue(),
         log_dir=str(ctx.workspace / "logs"),
         settings=settings,
+        launched_by=launched_by,
         web_ui=run_url(ctx.target, ctx.workflow_id),
     )
     try:

@@ -159,3 +159,31 @@ def test_max_workers_packs_tasks_into_fewer_processes(steward, workspace_root):
             "r": 3,
         },
     )
+
+
+def test_cancel_through_temporal_stops_workers_too(steward, workspace_root):
+    """A cancel from the web UI (Temporal's own cancellation) is as orderly as `steward cancel`."""
+    import asyncio
+
+    from temporalio.client import Client
+
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"slow": 30},
+        options="samples_ramp: [1, 10]\n",
+        dotenv="STEWARD_OFFLINE_DELAY=2\n",
+    )
+    launched = steward.ok("launch", "--by", "norah", cwd=workspace)
+    (pid,) = [w["pid"] for w in launched["state"]["workers"].values()]
+
+    async def cancel() -> None:
+        client = await Client.connect(f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}")
+        await client.get_workflow_handle(launched["workflow_id"]).cancel()
+
+    asyncio.run(cancel())
+    status = steward.wait_phase(workspace, {"cancelled"})
+    assert status["state"]["cancel_reason"] == "cancelled through Temporal"
+    assert not pid_alive(pid)
+    journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+    assert journal[0]["by"] == "norah" and journal[-1]["event"] == "cancelled"

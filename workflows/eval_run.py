@@ -17,6 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from . import policy
     from .contracts import (
+        TERMINAL_PHASES,
         CancelRequest,
         Capture,
         CaptureRequest,
@@ -59,21 +60,35 @@ class EvalRun:
     @workflow.run
     async def run(self, run_input: RunInput) -> RunState:
         self._input = run_input
+        try:
+            await self._run(run_input)
+        except asyncio.CancelledError:
+            # Cancelled through Temporal itself (web UI, `temporal workflow cancel`): stop the
+            # same orderly way `steward cancel` does, and end as a cancelled run.
+            if self._state.phase not in TERMINAL_PHASES:
+                self._cancel = self._cancel or CancelRequest(
+                    reason="cancelled through Temporal", by="temporal"
+                )
+                await self._cancel_run()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._state
+
+    async def _run(self, run_input: RunInput) -> None:
         if run_input.state is not None:
             self._state = run_input.state
         else:
             self._state.started_at = workflow.now()
             self._journal("launched", definition=run_input.definition, by=run_input.launched_by)
             if not await self._capture():
-                return self._state
+                return
 
-        while self._state.phase not in ("finished", "cancelled", "failed"):
+        while self._state.phase not in TERMINAL_PHASES:
             if self._cancel is not None:
                 await self._cancel_run()
-                break
+                return
             await self._tend_locked()
             if self._state.phase == "finished":
-                break
+                return
             self._wake = False
             try:
                 await workflow.wait_condition(
@@ -88,8 +103,6 @@ class EvalRun:
                     lambda: workflow.all_handlers_finished() and not self._lock.locked()
                 )
                 workflow.continue_as_new(run_input.model_copy(update={"state": self._state}))
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        return self._state
 
     @staticmethod
     def _history_full() -> bool:
