@@ -226,7 +226,9 @@ async def require_live(handle, ctx: Context) -> None:
 async def list_runs(target: Target) -> list[dict]:
     client = await client_for(target)
     rows = []
-    async for execution in client.list_workflows("WorkflowType = 'EvalRun'"):
+    # A run that continued as new is one run: list only the execution that carries it on.
+    query = "WorkflowType = 'EvalRun' AND ExecutionStatus != 'ContinuedAsNew'"
+    async for execution in client.list_workflows(query):
         attributes = {
             key.name: value for key, value in _typed_items(execution.typed_search_attributes)
         }

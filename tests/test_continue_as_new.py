@@ -34,3 +34,5 @@ def test_state_survives_continue_as_new(steward, workspace_root):
     journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
     assert [e["seq"] for e in journal] == list(range(1, len(journal) + 1))
     assert_each_sample_once(workspace, {"long": 30})
+    listed = [r for r in steward.ok("runs")["runs"] if r["workflow_id"] == first["workflow_id"]]
+    assert len(listed) == 1 and listed[0]["state"] == "finished"

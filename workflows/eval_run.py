@@ -306,6 +306,7 @@ class EvalRun:
             StopRequest(workers=list(state.workers.values()), grace_seconds=30.0),
             result_type=StopResult,
             timeout=timedelta(minutes=3),
+            heartbeat=timedelta(seconds=15),
         )
         state.workers.clear()
         for task in state.tasks:
@@ -324,7 +325,13 @@ class EvalRun:
 
     # ---------------------------------------------------------------- helpers
     async def _activity(
-        self, name: str, arg: Any, *, result_type: Any = None, timeout: timedelta | None = None
+        self,
+        name: str,
+        arg: Any,
+        *,
+        result_type: Any = None,
+        timeout: timedelta | None = None,
+        heartbeat: timedelta | None = None,
     ) -> Any:
         assert self._input is not None
         return await workflow.execute_activity(
@@ -332,7 +339,9 @@ class EvalRun:
             arg,
             task_queue=self._input.host_queue,
             result_type=result_type,
-            start_to_close_timeout=timeout or timedelta(minutes=2),
+            # Short: if the Steward worker dies mid-activity, the retry should come soon.
+            start_to_close_timeout=timeout or timedelta(seconds=60),
+            heartbeat_timeout=heartbeat,
             retry_policy=_RETRY,
         )
 
