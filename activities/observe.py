@@ -8,6 +8,7 @@ are the truth about whether a task is complete.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +27,46 @@ from .processes import is_alive
 
 SOCKET_TIMEOUT_S = 3.0
 _LOG_STATUSES = {"started", "success", "cancelled", "error"}
-# (path, mtime, size) -> (identifier, status); log headers do not change without the file changing.
-_header_cache: dict[tuple[str, float, int], tuple[str, str]] = {}
+_RUNNING_ROW = {"running", "started"}
+
+
+@dataclass
+class LogInfo:
+    path: str
+    identifier: str  # a log file never changes task
+    stamp: tuple[float, int]  # (mtime, size) when `status` was read
+    status: str
+
+
+# path -> what we last read of it. Reading a header costs milliseconds; a tend of a big fleet
+# would pay it for every log every time, so only re-read what changed and matters.
+_logs: dict[str, LogInfo] = {}
+
+
+# One client per control socket, and one thread pool, kept between tends: building an httpx
+# client builds an SSL context (tens of ms of CPU), which for a fleet of 20 was most of a tend.
+_clients: dict[str, httpx.Client] = {}
+_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="steward-observe")
+
+
+def _client(socket: str) -> httpx.Client:
+    client = _clients.get(socket)
+    if client is None:
+        transport = httpx.HTTPTransport(uds=socket)
+        client = _clients[socket] = httpx.Client(transport=transport, base_url="http://inspect")
+    return client
+
+
+def _forget_gone_clients() -> None:
+    """Close clients whose worker is gone (its socket file removed); other runs' stay."""
+    for socket in [s for s in _clients if not Path(s).exists()]:
+        _clients.pop(socket).close()
 
 
 def control_get(socket: str, path: str, timeout: float = SOCKET_TIMEOUT_S) -> Any:
-    transport = httpx.HTTPTransport(uds=socket)
-    with httpx.Client(transport=transport, base_url="http://inspect", timeout=timeout) as client:
-        response = client.get(path)
-        response.raise_for_status()
-        return response.json()
+    response = _client(socket).get(path, timeout=timeout)
+    response.raise_for_status()
+    return response.json()
 
 
 def _socket_rows(worker: WorkerProcess) -> list[dict]:
@@ -52,36 +83,42 @@ def _local_path(location: str) -> str:
     return location.removeprefix("file://")
 
 
-def log_header(location: str) -> tuple[str, str] | None:
-    """(task identifier, status) of a log, or None while it cannot be read yet."""
+def log_info(location: str, fresh_status: bool = True) -> LogInfo | None:
+    """What a log is (its task identifier) and, when `fresh_status`, its current status.
+    None while it cannot be read yet (being created or replaced)."""
     from inspect_ai._eval.evalset import task_identifier
     from inspect_ai.log import read_eval_log
 
-    path = Path(_local_path(location))
+    path = _local_path(location)
     try:
-        stat = path.stat()
+        stat = Path(path).stat()
     except OSError:
         return None
-    key = (str(path), stat.st_mtime, stat.st_size)
-    if key not in _header_cache:
-        try:
-            header = read_eval_log(str(path), header_only=True)
-        except Exception:  # a log being replaced mid-read: try again next tend
-            return None
-        _header_cache[key] = (task_identifier(header, None), header.status)
-    return _header_cache[key]
+    stamp = (stat.st_mtime, stat.st_size)
+    known = _logs.get(path)
+    if known is not None and (known.stamp == stamp or not fresh_status):
+        return known
+    try:
+        header = read_eval_log(path, header_only=True)
+    except Exception:  # a log being replaced mid-read: try again next tend
+        return known
+    _logs[path] = LogInfo(path, task_identifier(header, None), stamp, header.status)
+    return _logs[path]
 
 
-def logs_by_identifier(log_dir: str) -> dict[str, list[tuple[str, str]]]:
-    """identifier -> [(log path, status)], oldest first (log names start with their start time)."""
-    found: dict[str, list[tuple[str, str]]] = {}
+def logs_by_identifier(log_dir: str, fresh_status: bool = False) -> dict[str, list[LogInfo]]:
+    """identifier -> its logs, oldest first (log names start with their start time)."""
+    found: dict[str, list[LogInfo]] = {}
     directory = Path(log_dir)
     if not directory.is_dir():
         return found
-    for path in sorted(directory.glob("*.eval"), key=lambda p: p.name):
-        header = log_header(str(path))
-        if header is not None:
-            found.setdefault(header[0], []).append((str(path), header[1]))
+    present = sorted(str(p) for p in directory.glob("*.eval"))
+    for gone in [p for p in _logs if Path(p).parent == directory and p not in present]:
+        del _logs[gone]
+    for path in sorted(present, key=lambda p: Path(p).name):
+        info = log_info(path, fresh_status)
+        if info is not None:
+            found.setdefault(info.identifier, []).append(info)
     return found
 
 
@@ -115,24 +152,29 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
         if alive:
             live.append(worker)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(live)))) as pool:
-        socket_rows = [row for rows in pool.map(_socket_rows, live) for row in rows]
+    _forget_gone_clients()
+    socket_rows = [row for rows in _pool.map(_socket_rows, live) for row in rows]
 
     logs = logs_by_identifier(request.log_dir)
     rows_by_identifier: dict[str, dict] = {}
     for row in socket_rows:
-        location = row.get("log_location")
-        header = log_header(location) if location else None
-        if header is not None:
-            rows_by_identifier[header[0]] = row
+        info = (
+            log_info(row["log_location"], fresh_status=False) if row.get("log_location") else None
+        )
+        if info is not None:
+            rows_by_identifier[info.identifier] = row
 
     for spec in request.tasks:
         seen = TaskObservation(identifier=spec.identifier)
-        newest = logs.get(spec.identifier, [])[-1:] or [None]
-        if newest[0] is not None:
-            seen.log, status = newest[0]
-            seen.log_status = status if status in _LOG_STATUSES else None  # type: ignore[assignment]
         row = rows_by_identifier.get(spec.identifier)
+        newest = logs.get(spec.identifier, [])[-1:]
+        if newest:
+            # A log its live worker reports as running needs no header read to know that.
+            running = row is not None and row.get("status") in _RUNNING_ROW
+            info = newest[0] if running else log_info(newest[0].path) or newest[0]
+            seen.log = info.path
+            status = "started" if running else info.status
+            seen.log_status = status if status in _LOG_STATUSES else None  # type: ignore[assignment]
         if row is not None and seen.log_status != "success":
             seen.progress, seen.source = _progress_from_row(row, spec.planned_samples), "socket"
         elif seen.log is not None:

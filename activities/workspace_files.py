@@ -77,15 +77,15 @@ def tidy_logs(request: TidyRequest) -> list[str]:
     """Remove logs superseded by a newer success log of the same task (what a resumed
     worker leaves behind), so the log dir holds each sample exactly once."""
     removed = []
-    logs = logs_by_identifier(request.log_dir)
+    logs = logs_by_identifier(request.log_dir, fresh_status=True)
     for identifier in request.identifiers:
         entries = logs.get(identifier, [])
-        successes = [path for path, status in entries if status == "success"]
+        successes = [info.path for info in entries if info.status == "success"]
         if not successes:
             continue
         keep = successes[-1]
-        for path, _ in entries:
-            if path != keep:
-                Path(path).unlink(missing_ok=True)
-                removed.append(path)
+        for info in entries:
+            if info.path != keep:
+                Path(info.path).unlink(missing_ok=True)
+                removed.append(info.path)
     return removed
