@@ -114,7 +114,7 @@ def pid_alive(pid: int) -> bool:
 TASK_TEMPLATE = """
 @task
 def {name}():
-    return Task(dataset=samples("{name}", {samples}), solver=generate(), scorer=match(){extra})
+    return Task(dataset=samples("{name}", {samples}, {marker!r}), solver=generate(), scorer=match())
 """
 
 DEFINITION_HEAD = """from inspect_ai import Task, eval_set, task
@@ -125,7 +125,7 @@ from inspect_ai.solver import generate
 
 def samples(prefix, count, marker=""):
     return [
-        Sample(id=i, input=f"Reply with: {{prefix}}-{{i}}{{marker}}", target=f"{{prefix}}-{{i}}{{marker}}")
+        Sample(id=i, input=f"Reply with: {prefix}-{i}{marker}", target=f"{prefix}-{i}{marker}")
         for i in range(1, count + 1)
     ]
 """
@@ -137,20 +137,16 @@ def write_definition(
     *,
     crash: set[str] = frozenset(),
     epochs: int = 1,
-    tail: str = "",
     name: str = "evalset.py",
 ) -> Path:
     """A definition of `tasks` (name -> sample count) on the offline model. Tasks in `crash`
     carry the CRASH marker in every input (with STEWARD_OFFLINE_CRASH=CRASH they kill their worker)."""
-    body = DEFINITION_HEAD.format()
+    body = DEFINITION_HEAD
     for task_name, count in tasks.items():
-        body += TASK_TEMPLATE.format(name=task_name, samples=count, extra="")
-        if task_name in crash:
-            body = body.replace(
-                f'samples("{task_name}", {count})', f'samples("{task_name}", {count}, " CRASH")'
-            )
+        marker = " CRASH" if task_name in crash else ""
+        body += TASK_TEMPLATE.format(name=task_name, samples=count, marker=marker)
     calls = ", ".join(f"{t}()" for t in tasks)
-    body += f'\n\neval_set(tasks=[{calls}], model="steward/offline", epochs={epochs}{tail})\n'
+    body += f'\n\neval_set(tasks=[{calls}], model="steward/offline", epochs={epochs})\n'
     path = workspace / name
     path.write_text(body)
     return path
