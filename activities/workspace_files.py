@@ -46,6 +46,12 @@ def last_journal_seq(path: Path) -> int:
     return 0
 
 
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
+
+
 def journal_line(event: JournalEvent) -> str:
     return json.dumps(
         {"seq": event.seq, "at": event.at.isoformat(), "event": event.event, **event.data},
@@ -58,8 +64,10 @@ def append_journal(workspace: Path, events: list[JournalEvent]) -> int:
     last = last_journal_seq(path)
     fresh = [e for e in events if e.seq > last]  # a retried write adds nothing twice
     if fresh:
+        # A line torn by a crash mid-write stays its own (unparseable) line, not glued to ours.
+        torn = path.is_file() and path.stat().st_size > 0 and not _ends_with_newline(path)
         with open(path, "a") as handle:
-            handle.write("".join(journal_line(e) + "\n" for e in fresh))
+            handle.write(("\n" if torn else "") + "".join(journal_line(e) + "\n" for e in fresh))
             handle.flush()
             os.fsync(handle.fileno())
     return len(fresh)
