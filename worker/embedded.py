@@ -7,6 +7,7 @@ SQLite file there, so runs survive its restart.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import shlex
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -294,15 +296,28 @@ def stop_worker() -> bool:
     return _stop("worker", timeout=30.0)
 
 
+@contextmanager
+def _services_lock():
+    """Two commands starting at once must not both start a server (the second would then
+    report the port as taken by 'another program')."""
+    with open(data_dir() / "services.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def ensure_services(target: Target, ui_port: int) -> list[str]:
     """Start what the embedded default needs; return what was started (for the user)."""
     started: list[str] = []
     if not target.embedded:
         return started
-    if not (_read_pid("temporal") and asyncio.run(server_healthy(target))):
-        start_server(target, ui_port)
-        started.append("temporal")
-    if _read_pid("worker") is None:
-        start_worker(target)
-        started.append("worker")
+    with _services_lock():
+        if not (_read_pid("temporal") and asyncio.run(server_healthy(target))):
+            start_server(target, ui_port)
+            started.append("temporal")
+        if _read_pid("worker") is None:
+            start_worker(target)
+            started.append("worker")
     return started
