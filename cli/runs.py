@@ -140,7 +140,6 @@ async def start_run(ctx: Context, definition: str, settings: RunSettings, launch
             ) from err
     run_input = RunInput(
         workspace=str(ctx.workspace),
-        workspace_id=ctx.workflow_id,
         definition=definition,
         host_queue=host_queue(),
         log_dir=str(ctx.workspace / "logs"),

@@ -9,7 +9,6 @@ from activities.workspace import (
     find_workspace,
     init_workspace,
     workflow_id_for,
-    workspace_id,
 )
 
 __all__ = [
@@ -22,5 +21,4 @@ __all__ = [
     "init_workspace",
     "load_options",
     "workflow_id_for",
-    "workspace_id",
 ]

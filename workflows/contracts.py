@@ -155,7 +155,6 @@ class RunSettings(BaseModel):
 
 class RunInput(BaseModel):
     workspace: str
-    workspace_id: str
     definition: str
     host_queue: str
     log_dir: str  # the log dir Steward chose (used unless the definition names its own)
