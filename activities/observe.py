@@ -19,9 +19,11 @@ from workflows.contracts import (
     Observation,
     ObserveRequest,
     Progress,
+    SetpointRequest,
     TaskObservation,
     WorkerProcess,
 )
+from workflows.ramp import RampCounters, RampReading
 
 from .processes import is_alive
 
@@ -70,13 +72,60 @@ def control_get(socket: str, path: str, timeout: float = SOCKET_TIMEOUT_S) -> An
 
 
 def _socket_rows(worker: WorkerProcess) -> list[dict]:
+    """The worker's task rows, each with what the ramp needs: its config view (setpoint,
+    adaptive connection limit) and the process's cumulative rate-limit retries for its model."""
     if not Path(worker.socket).exists():
         return []
     try:
         rows = control_get(worker.socket, "/tasks")
     except (httpx.HTTPError, ValueError):
         return []
-    return rows if isinstance(rows, list) else []
+    if not isinstance(rows, list):
+        return []
+    try:
+        throughput = control_get(worker.socket, "/models/throughput").get("models", [])
+    except (httpx.HTTPError, ValueError, AttributeError):
+        throughput = None
+    for row in rows:
+        row["_worker_id"] = worker.worker_id
+        row["_rate_limit"] = _rate_limit_retries(throughput, row.get("model"))
+        try:
+            row["_config"] = control_get(worker.socket, f"/tasks/{row['task_id']}/config")
+        except (httpx.HTTPError, ValueError, KeyError):
+            row["_config"] = None
+    return rows
+
+
+def _rate_limit_retries(models: list[dict] | None, model: str | None) -> int | None:
+    if models is None:
+        return None
+    for entry in models:
+        if entry.get("model") == model:
+            return int(((entry.get("cumulative") or {}).get("retries") or {}).get("rate_limit", 0))
+    return 0
+
+
+def ramp_reading(row: dict) -> RampReading | None:
+    """A row's concurrency figures; None when the worker did not answer all we need."""
+    config, rate_limit = row.get("_config"), row.get("_rate_limit")
+    if not isinstance(config, dict) or rate_limit is None or "task_id" not in row:
+        return None
+    samples = row.get("samples") or {}
+    completed, errored = samples.get("completed", 0), samples.get("errored", 0)
+    limits = [a["limit"] for a in config.get("adaptive") or [] if isinstance(a.get("limit"), int)]
+    return RampReading(
+        worker_id=row["_worker_id"],
+        task_id=row["task_id"],
+        counters=RampCounters(
+            rate_limit_retries=rate_limit,
+            http_retries=row.get("http_retries") or 0,
+            errored=errored,
+            finished=completed + errored,
+        ),
+        in_flight=samples.get("in_flight", 0),
+        setpoint=(config.get("max_samples") or {}).get("limit"),
+        connection_limit=min(limits) if limits else None,
+    )
 
 
 def _local_path(location: str) -> str:
@@ -177,6 +226,7 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
             seen.log_status = status if status in _LOG_STATUSES else None  # type: ignore[assignment]
         if row is not None and seen.log_status != "success":
             seen.progress, seen.source = _progress_from_row(row, spec.planned_samples), "socket"
+            seen.ramp = ramp_reading(row)
         elif seen.log is not None:
             seen.progress, seen.source = progress_from_log(seen.log, spec.planned_samples), "log"
         observation.tasks[spec.identifier] = seen
@@ -186,3 +236,28 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
 @activity.defn(name="observe_run")
 def observe_run(request: ObserveRequest) -> Observation:
     return observe_run_sync(request)
+
+
+def apply_setpoints_sync(request: SetpointRequest) -> list[str]:
+    """PATCH each change into its worker (author and reason go into the log's config_updates).
+    A worker that is gone or busy is skipped: the next tend sees it and decides again."""
+    problems = []
+    for change in request.changes:
+        params: dict[str, Any] = {"author": "steward", "reason": change.reason or "steward ramp"}
+        if change.max_samples is not None:
+            params["max_samples"] = change.max_samples
+        if change.max_connections is not None:
+            params["max_connections"] = change.max_connections
+        try:
+            response = _client(change.socket).patch(
+                f"/tasks/{change.task_id}/config", params=params, timeout=SOCKET_TIMEOUT_S
+            )
+            response.raise_for_status()
+        except httpx.HTTPError as err:
+            problems.append(f"{change.task_id}: {err}")
+    return problems
+
+
+@activity.defn(name="apply_setpoints")
+def apply_setpoints(request: SetpointRequest) -> list[str]:
+    return apply_setpoints_sync(request)

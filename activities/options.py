@@ -14,7 +14,9 @@ import yaml
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.sources import InitSettingsSource
+from temporalio import activity
 
+from workflows.contracts import RampSettings, RampSettingsRequest
 from workflows.options import StewardOptions
 
 OPTIONS_FILE = "_steward.yaml"
@@ -111,3 +113,13 @@ def _where(key: str, from_file: dict, options_path: Path, dotenvs: list[Path]) -
         if variable in env_file.read_text():
             return f"({variable} in {env_file})"
     return "(default)"
+
+
+@activity.defn(name="read_ramp_settings")
+def read_ramp_settings(request: RampSettingsRequest) -> RampSettings:
+    """The ramp range as the workspace says now (a live run follows edits at its next tend).
+    An option file broken mid-run keeps the last good range and says why."""
+    try:
+        return RampSettings(samples_ramp=load_options(Path(request.workspace)).samples_ramp)
+    except OptionsError as err:
+        return RampSettings(problem=str(err))

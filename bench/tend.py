@@ -66,7 +66,7 @@ def main() -> None:
         steward,
         root,
         tasks,
-        options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
+        options="samples_ramp: [2, 2]\ntend_interval: 1h\n",
         dotenv="STEWARD_OFFLINE_DELAY=5\n",
     )
     try:

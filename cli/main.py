@@ -13,7 +13,6 @@ from typing import Annotated
 import typer
 
 from workflows.contracts import CancelRequest, PauseRequest, RunSettings, TendSummary
-from workflows.policy import DEFAULT_MAX_SAMPLES
 
 from . import render, runs
 from .output import BAD_INPUT, FAILED, OK, CommandError, bad_input, console, emit, fail, finish
@@ -25,9 +24,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 server_app = typer.Typer(help="The embedded Temporal dev server.", no_args_is_help=True)
+ramp_app = typer.Typer(help="The automatic ramp of sample concurrency.", no_args_is_help=True)
 worker_app = typer.Typer(help="The Steward worker (foreground without a subcommand).")
 app.add_typer(server_app, name="server")
 app.add_typer(worker_app, name="worker")
+app.add_typer(ramp_app, name="ramp")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (for agents).")]
 WorkspaceOpt = Annotated[
@@ -140,12 +141,11 @@ def launch(
             f"The definition {ctx.workspace / definition} does not exist; create it or name another file."
         )
     runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
-    ramp = ctx.options.samples_ramp
     settings = RunSettings(
         tend_interval=ctx.options.tend_interval,
         stall_after=ctx.options.stall_after,
         max_workers=ctx.options.max_workers,
-        starting_max_samples=ramp[0] if ramp else DEFAULT_MAX_SAMPLES,
+        samples_ramp=ctx.options.samples_ramp,
     )
     status = asyncio.run(runs.start_run(ctx, definition, settings, _who(by)))
     if status.state.phase == "failed":
@@ -247,6 +247,31 @@ def pause(
 def resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = False) -> None:
     """Schedule work again; the next tend converges from what it finds."""
     _signal(workspace, "resume", PauseRequest(by=_who(by)), as_json, "Resumed.")
+
+
+@ramp_app.command("hold")
+@command
+def ramp_hold(
+    reason: Annotated[str, typer.Option("--reason", help="Why (shown in status).")] = "",
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Freeze the concurrency climb; the cut on provider pushback stays active."""
+    _signal(
+        workspace,
+        "ramp_hold",
+        PauseRequest(reason=reason, by=_who(by)),
+        as_json,
+        "Ramp held: no task climbs until `steward ramp resume`; pushback still cuts.",
+    )
+
+
+@ramp_app.command("resume")
+@command
+def ramp_resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = False) -> None:
+    """Re-arm the concurrency climb."""
+    _signal(workspace, "ramp_resume", PauseRequest(by=_who(by)), as_json, "Ramp re-armed.")
 
 
 @app.command()

@@ -40,11 +40,24 @@ def print_status(status: RunStatus) -> None:
         console.print(
             f"[yellow]paused[/]: {state.pause_reason or 'no reason given'}", highlight=False
         )
+    if state.ramp_hold:
+        console.print(
+            f"[yellow]ramp held[/]: {state.ramp_hold_reason or 'no reason given'}", highlight=False
+        )
     if state.error:
         console.print(f"[red]error[/]: {state.error}", highlight=False)
     if state.tasks:
         table = Table()
-        for column in ("task", "model", "state", "samples", "errors", "in flight", "attempts"):
+        for column in (
+            "task",
+            "model",
+            "state",
+            "samples",
+            "errors",
+            "in flight",
+            "setpoint",
+            "attempts",
+        ):
             table.add_column(column)
         for row in task_rows(state.tasks):
             table.add_row(
@@ -54,6 +67,7 @@ def print_status(status: RunStatus) -> None:
                 f"{row['done']}/{row['total']}",
                 str(row["errored"]),
                 str(row["in_flight"]),
+                f"{row['max_samples']}{' (pinned)' if row['pinned'] else ''}",
                 str(row["attempts"]),
             )
         console.print(table)

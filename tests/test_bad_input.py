@@ -162,7 +162,7 @@ def test_second_launch_while_live_is_refused(steward, workspace_root):
         steward,
         workspace_root,
         {"slow": 20},
-        options="samples_ramp: [1, 5]\n",
+        options="samples_ramp: [1, 1]\n",
         dotenv="STEWARD_OFFLINE_DELAY=1\n",
     )
     first = steward.ok("launch", cwd=workspace)

@@ -14,7 +14,7 @@ def test_state_survives_continue_as_new(steward, workspace_root):
         steward,
         workspace_root,
         {"long": 30},
-        options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
+        options="samples_ramp: [2, 2]\ntend_interval: 1h\n",
         dotenv="STEWARD_OFFLINE_DELAY=3\n",
     )
     first = steward.ok("launch", cwd=workspace)

@@ -22,7 +22,7 @@ def test_kill_steward_worker_mid_run(steward, workspace_root):
         steward,
         workspace_root,
         {"one": 16, "two": 16},
-        options="samples_ramp: [2, 10]\n",
+        options="samples_ramp: [2, 2]\n",
         dotenv=SLOW,
     )
     steward.ok("launch", cwd=workspace)
@@ -47,7 +47,7 @@ def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
         steward,
         workspace_root,
         {"victim": 24, "bystander": 8},
-        options="samples_ramp: [2, 10]\ntend_interval: 1h\n",
+        options="samples_ramp: [2, 2]\ntend_interval: 1h\n",
         dotenv=SLOW,
     )
     steward.ok("launch", cwd=workspace)
@@ -92,7 +92,7 @@ def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
 
 def test_restart_temporal_server_mid_run(steward, workspace_root):
     workspace = make_workspace(
-        steward, workspace_root, {"steady": 20}, options="samples_ramp: [2, 10]\n", dotenv=SLOW
+        steward, workspace_root, {"steady": 20}, options="samples_ramp: [2, 2]\n", dotenv=SLOW
     )
     launched = steward.ok("launch", cwd=workspace)
     wait_for(lambda: _progress(steward, workspace) >= 2, what="some progress")

@@ -23,7 +23,7 @@ def _spec(name: str, samples: int = 10) -> TaskSpec:
 
 def _state(*names: str) -> RunState:
     state = RunState(phase="running")
-    state.tasks = policy.initial_tasks(Capture(tasks=[_spec(n) for n in names]), 50)
+    state.tasks = policy.initial_tasks(Capture(tasks=[_spec(n) for n in names]), RunSettings())
     return state
 
 
@@ -47,10 +47,12 @@ def _run(state: RunState, worker_id: str, *names: str) -> None:
         task.attempts += 1
 
 
-def test_starting_max_samples_honours_the_definition():
-    settings = RunSettings(starting_max_samples=50)
-    assert policy.starting_max_samples(Capture(tasks=[], max_samples=None), settings) == 50
-    assert policy.starting_max_samples(Capture(tasks=[], max_samples=7), settings) == 7
+def test_tasks_start_at_the_ramp_floor_unless_the_definition_pins_max_samples():
+    capture = Capture(tasks=[_spec("a", 500), _spec("b", 12)])
+    started = policy.initial_tasks(capture, RunSettings(samples_ramp=(40, 300)))
+    assert [(t.max_samples, t.pinned) for t in started] == [(40, False), (12, False)]
+    pinned = policy.initial_tasks(capture.model_copy(update={"max_samples": 7}), RunSettings())
+    assert [(t.max_samples, t.pinned) for t in pinned] == [(7, True), (7, True)]
 
 
 def test_success_log_completes_a_task_and_the_run():

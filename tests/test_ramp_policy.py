@@ -34,7 +34,7 @@ def test_tasks_start_at_the_ramps_floor_or_their_size():
 
 def test_clean_window_steps_up_by_20_and_raises_the_connection_ceiling():
     move = _decide(window=_window())
-    assert (move.kind, move.setpoint, move.connections) == ("up", 70, 70)
+    assert (move.kind, move.setpoint, move.connections) == ("up", 70, 200)
 
 
 def test_each_gate_blocks_the_climb():

@@ -54,4 +54,4 @@ def test_fresh_history_with_commands_replays(steward, workspace_root):
     history = asyncio.run(fetch())
     _replay(history)
     if os.environ.get("STEWARD_RECORD_HISTORY"):
-        (HISTORIES / "eval_run_pause_tend_resume.json").write_text(history.to_json())
+        (HISTORIES / "eval_run_ramp_v1_pause_tend_resume.json").write_text(history.to_json())

@@ -16,7 +16,8 @@ import structlog
 from temporalio.worker import Worker
 
 from activities.capture import capture_definition
-from activities.observe import observe_run
+from activities.observe import apply_setpoints, observe_run
+from activities.options import read_ramp_settings
 from activities.processes import spawn_worker, stop_workers
 from activities.workspace_files import tidy_logs, write_workspace
 from workflows.contracts import WORKFLOW_TASK_QUEUE
@@ -25,8 +26,10 @@ from workflows.eval_run import EvalRun
 from .connect import Target, connect, host_queue
 
 ACTIVITIES = [
+    apply_setpoints,
     capture_definition,
     observe_run,
+    read_ramp_settings,
     spawn_worker,
     stop_workers,
     tidy_logs,

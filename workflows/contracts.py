@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from .ramp import RampReading
+
 SEARCH_ATTRIBUTES: dict[str, str] = {
     # name -> Temporal indexed value type, as `temporal server start-dev --search-attribute` wants it
     "StewardWorkspace": "Keyword",
@@ -96,6 +98,7 @@ class Progress(BaseModel):
 
 class TaskObservation(BaseModel):
     identifier: str
+    ramp: RampReading | None = None  # concurrency figures, while its worker answers
     progress: Progress | None = None  # None: nothing known yet
     log: str | None = None  # newest log of the task
     log_status: Literal["started", "success", "cancelled", "error"] | None = None
@@ -134,7 +137,10 @@ class TaskState(BaseModel):
     attempts: int = 0  # workers started for it
     fruitless: int = 0  # consecutive worker deaths without new completed samples
     completed_at_spawn: int = 0
-    max_samples: int = 50
+    max_samples: int = 50  # the setpoint: what new workers start at and the ramp moves
+    pinned: bool = False  # the definition set max_samples: honoured exactly, never ramped
+    ramp_baseline: RampReading | None = None  # last reading, the start of the next window
+    pushback_streak: int = 0
 
 
 class JournalEvent(BaseModel):
@@ -145,12 +151,12 @@ class JournalEvent(BaseModel):
 
 
 class RunSettings(BaseModel):
-    """The options the workflow decides with, resolved at launch."""
+    """The options the workflow decides with: resolved at launch, the ramp re-read each tend."""
 
     tend_interval: float = 600.0
     stall_after: int = 2
     max_workers: int | None = None
-    starting_max_samples: int = 50
+    samples_ramp: tuple[int, int] | Literal[False] = (50, 200)
 
 
 class RunInput(BaseModel):
@@ -169,6 +175,9 @@ class RunState(BaseModel):
     error: str | None = None
     paused: bool = False
     pause_reason: str | None = None
+    ramp_hold: bool = False
+    ramp_hold_reason: str | None = None
+    options_problem: str | None = None  # _steward.yaml unreadable at the last tend
     cancel_reason: str | None = None
     log_dir: str = ""
     tasks: list[TaskState] = Field(default_factory=list)
@@ -242,3 +251,26 @@ class CancelRequest(BaseModel):
 
 
 RunInput.model_rebuild()
+
+
+class SetpointChange(BaseModel):
+    """A live retune of one task in one worker, through its control socket."""
+
+    socket: str
+    task_id: str
+    max_samples: int | None = None
+    max_connections: int | None = None
+    reason: str = ""
+
+
+class SetpointRequest(BaseModel):
+    changes: list[SetpointChange]
+
+
+class RampSettingsRequest(BaseModel):
+    workspace: str
+
+
+class RampSettings(BaseModel):
+    samples_ramp: tuple[int, int] | Literal[False] | None = None  # None: options unreadable now
+    problem: str | None = None

@@ -15,7 +15,7 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import policy
+    from . import policy, ramp
     from .contracts import (
         TERMINAL_PHASES,
         CancelRequest,
@@ -25,10 +25,14 @@ with workflow.unsafe.imports_passed_through():
         Observation,
         ObserveRequest,
         PauseRequest,
+        RampSettings,
+        RampSettingsRequest,
         RunInput,
         RunState,
         RunStatus,
         SelectedTask,
+        SetpointChange,
+        SetpointRequest,
         SpawnRequest,
         StopRequest,
         StopResult,
@@ -140,6 +144,19 @@ class EvalRun:
         self._wake = True
 
     @workflow.signal
+    def ramp_hold(self, request: PauseRequest) -> None:
+        """Freeze the climb (the defensive cut on pushback stays active)."""
+        if not self._state.ramp_hold:
+            self._state.ramp_hold, self._state.ramp_hold_reason = True, request.reason
+            self._journal("ramp hold", reason=request.reason, by=request.by)
+
+    @workflow.signal
+    def ramp_resume(self, request: PauseRequest) -> None:
+        if self._state.ramp_hold:
+            self._state.ramp_hold, self._state.ramp_hold_reason = False, None
+            self._journal("ramp resumed", by=request.by)
+
+    @workflow.signal
     def cancel(self, request: CancelRequest) -> None:
         if self._cancel is None:
             self._cancel = request
@@ -168,8 +185,7 @@ class EvalRun:
             await self._write_workspace()
             self._upsert_visibility()
             return False
-        max_samples = policy.starting_max_samples(capture, self._settings)
-        self._state.tasks = policy.initial_tasks(capture, max_samples)
+        self._state.tasks = policy.initial_tasks(capture, self._settings)
         self._state.log_dir = capture.log_dir or self._input.log_dir
         self._state.phase = "running"
         self._journal(
@@ -225,6 +241,10 @@ class EvalRun:
                 "tidy_logs", TidyRequest(log_dir=state.log_dir, identifiers=outcome.completed)
             )
 
+        # Runs started before the ramp existed replay without it (tests/histories keeps one).
+        if workflow.patched("ramp-v1"):
+            await self._ramp(observation)
+
         state.phase = policy.run_phase(state)
         for group in policy.plan_spawns(state, self._settings):
             summary.spawned.extend(await self._spawn(group))
@@ -253,6 +273,88 @@ class EvalRun:
         await self._write_workspace()
         self._upsert_visibility()
         return summary
+
+    async def _ramp(self, observation: Observation) -> None:
+        """Move each task's sample concurrency by the ramp's rules and apply it live."""
+        assert self._input is not None
+        state = self._state
+        fresh: RampSettings = await self._activity(
+            "read_ramp_settings",
+            RampSettingsRequest(workspace=self._input.workspace),
+            result_type=RampSettings,
+        )
+        if fresh.problem != state.options_problem:
+            state.options_problem = fresh.problem
+            if fresh.problem:
+                self._journal(
+                    "options unreadable", problem=fresh.problem, kept=self._settings.samples_ramp
+                )
+        if fresh.samples_ramp is not None and fresh.samples_ramp != self._settings.samples_ramp:
+            self._journal(
+                "ramp range changed", previous=self._settings.samples_ramp, now=fresh.samples_ramp
+            )
+            self._input.settings = self._settings.model_copy(
+                update={"samples_ramp": fresh.samples_ramp}
+            )
+
+        changes: list[SetpointChange] = []
+        for task in policy.open_tasks(state):
+            seen = observation.tasks.get(task.spec.identifier)
+            reading = seen.ramp if seen is not None else None
+            window = None
+            if reading is not None and task.ramp_baseline is not None:
+                if task.ramp_baseline.worker_id == reading.worker_id:
+                    window = ramp.window_between(
+                        task.ramp_baseline.counters,
+                        reading.counters,
+                        in_flight=reading.in_flight,
+                        setpoint=task.max_samples,
+                        connection_limit=reading.connection_limit,
+                    )
+            if reading is not None:
+                task.ramp_baseline = reading
+            move = ramp.decide(
+                setpoint=task.max_samples,
+                window=window,
+                ramp=self._settings.samples_ramp,
+                planned_samples=task.spec.planned_samples,
+                pushback_streak=task.pushback_streak,
+                hold=state.ramp_hold,
+                pinned=task.pinned,
+            )
+            task.pushback_streak = move.pushback_streak
+            if move.kind != "none":
+                task.max_samples = move.setpoint
+                self._journal(
+                    f"ramp {move.kind}",
+                    task=task.spec.name,
+                    previous=move.previous,
+                    setpoint=move.setpoint,
+                    connections=move.connections,
+                    reason=move.reason,
+                )
+            live = (
+                reading is not None and task.phase == "running" and task.worker_id in state.workers
+            )
+            if live and (move.kind != "none" or reading.setpoint != task.max_samples):
+                adaptive = reading.connection_limit is not None
+                changes.append(
+                    SetpointChange(
+                        socket=state.workers[task.worker_id].socket,
+                        task_id=reading.task_id,
+                        max_samples=task.max_samples,
+                        max_connections=move.connections if adaptive else None,
+                        reason=f"ramp {move.kind}: {move.reason}"
+                        if move.kind != "none"
+                        else "setpoint",
+                    )
+                )
+        if changes:
+            problems = await self._activity(
+                "apply_setpoints", SetpointRequest(changes=changes), result_type=list[str]
+            )
+            if problems:
+                self._journal("setpoint not applied", problems=problems)
 
     async def _spawn(self, group: list[Any]) -> list[str]:
         assert self._input is not None

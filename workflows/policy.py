@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from . import ramp
 from .contracts import Capture, Observation, RunPhase, RunSettings, RunState, TaskState
-
-DEFAULT_MAX_SAMPLES = 50
 
 
 class ObservationOutcome(BaseModel):
@@ -16,15 +15,19 @@ class ObservationOutcome(BaseModel):
     exited_workers: list[str] = Field(default_factory=list)
 
 
-def starting_max_samples(capture: Capture, settings: RunSettings) -> int:
-    """An explicit max_samples in the definition is honoured exactly; else the ramp's start."""
+def initial_tasks(capture: Capture, settings: RunSettings) -> list[TaskState]:
+    """Tasks start at the ramp's floor (50), or exactly at the definition's own max_samples,
+    which is then pinned: honoured as set and never ramped."""
     if capture.max_samples is not None:
-        return capture.max_samples
-    return settings.starting_max_samples
-
-
-def initial_tasks(capture: Capture, max_samples: int) -> list[TaskState]:
-    return [TaskState(spec=spec, max_samples=max_samples) for spec in capture.tasks]
+        return [
+            TaskState(spec=s, max_samples=capture.max_samples, pinned=True) for s in capture.tasks
+        ]
+    return [
+        TaskState(
+            spec=s, max_samples=ramp.starting_setpoint(settings.samples_ramp, s.planned_samples)
+        )
+        for s in capture.tasks
+    ]
 
 
 def open_tasks(state: RunState) -> list[TaskState]:

@@ -30,6 +30,17 @@ class RampCounters(BaseModel):
     finished: int = 0  # completed + errored samples
 
 
+class RampReading(BaseModel):
+    """One task's concurrency figures from its worker's control socket at one tend."""
+
+    worker_id: str
+    task_id: str  # Inspect's task id, for PATCH /tasks/{task_id}/config
+    counters: RampCounters
+    in_flight: int = 0
+    setpoint: int | None = None  # the max_samples limit the worker is applying
+    connection_limit: int | None = None  # the adaptive controller's live limit (None: not adaptive)
+
+
 class RampWindow(BaseModel):
     """What one tend saw of one task."""
 
@@ -156,11 +167,12 @@ def decide(
             update={"pushback_streak": streak, "reason": blocker or "at ceiling"}
         )
     raised = min(ceiling, setpoint + STEP)
+    # Let Inspect's adaptive connections climb as far as the ramp may, so the two don't fight.
     return RampMove(
         kind="up",
         setpoint=raised,
         previous=setpoint,
         pushback_streak=streak,
-        connections=raised,
+        connections=ceiling,
         reason="clean window",
     )

@@ -25,6 +25,7 @@ def task_rows(tasks: list[TaskState]) -> list[dict]:
             "in_flight": t.progress.in_flight,
             "attempts": t.attempts,
             "max_samples": t.max_samples,
+            "pinned": t.pinned,
         }
         for t in tasks
     ]
@@ -47,6 +48,10 @@ def render_status_markdown(status: RunStatus) -> str:
         lines.append(
             f"- **Paused**: {state.pause_reason or 'no reason given'} (`steward resume` to continue)"
         )
+    if state.ramp_hold:
+        lines.append(
+            f"- **Ramp held**: {state.ramp_hold_reason or 'no reason given'} (`steward ramp resume`)"
+        )
     if state.error:
         lines.append(f"- **Error**: {state.error}")
     if state.cancel_reason is not None:
@@ -58,12 +63,13 @@ def render_status_markdown(status: RunStatus) -> str:
         )
     lines += [
         "",
-        "| task | model | state | samples | errors | in flight | attempts |",
-        "|---|---|---|---|---|---|---|",
+        "| task | model | state | samples | errors | in flight | max_samples | attempts |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in task_rows(state.tasks):
         lines.append(
             f"| {row['task']} | {row['model']} | {row['phase']} | {row['done']}/{row['total']} "
-            f"| {row['errored']} | {row['in_flight']} | {row['attempts']} |"
+            f"| {row['errored']} | {row['in_flight']} "
+            f"| {row['max_samples']}{' (pinned)' if row['pinned'] else ''} | {row['attempts']} |"
         )
     return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+"""The ramp on a live run (offline model): it climbs while clean, holds on command, follows a
+narrowed range, applies setpoints to running workers, and leaves a pinned max_samples alone."""
+
+from __future__ import annotations
+
+import json
+
+from inspect_ai.log import read_eval_log
+
+from .helpers import make_workspace, wait_for
+
+
+def _task(steward, workspace, name="wide"):
+    return next(t for t in steward.status(workspace)["state"]["tasks"] if t["spec"]["name"] == name)
+
+
+def _journal(workspace) -> list[dict]:
+    return [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+
+
+def _tend_until(steward, workspace, predicate, what: str):
+    return wait_for(
+        lambda: steward.ok("tend", cwd=workspace) and predicate(_task(steward, workspace)),
+        timeout=120,
+        interval=0.5,
+        what=what,
+    )
+
+
+def test_ramp_climbs_holds_narrows_and_applies_live(steward, workspace_root):
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"wide": 3000},
+        options="samples_ramp: [2, 60]\ntend_interval: 1h\n",
+        dotenv="STEWARD_OFFLINE_DELAY=5\n",
+    )
+    launched = steward.ok("launch", cwd=workspace)
+    assert launched["state"]["tasks"][0]["max_samples"] == 2
+
+    _tend_until(steward, workspace, lambda t: t["max_samples"] == 22, "a first +20 step")
+    _tend_until(steward, workspace, lambda t: t["max_samples"] == 42, "a second step")
+
+    # Hold: the climb stops where it is...
+    steward.ok("ramp", "hold", "--reason", "provider looks unhappy", cwd=workspace)
+    assert steward.status(workspace)["state"]["ramp_hold_reason"] == "provider looks unhappy"
+    for _ in range(4):
+        steward.ok("tend", cwd=workspace)
+    task = _task(steward, workspace)
+    assert task["max_samples"] == 42
+    # ...and the setpoint reached the running worker without a restart.
+    assert task["ramp_baseline"]["setpoint"] == 42 and task["attempts"] == 1
+    steward.ok("ramp", "resume", cwd=workspace)
+    _tend_until(steward, workspace, lambda t: t["max_samples"] == 60, "the climb to the ceiling")
+
+    # Narrowing the range on the live run brings the task down at the next tend.
+    with open(workspace / "_steward.yaml", "a") as handle:
+        handle.write("samples_ramp: [2, 30]\n")
+    summary = steward.ok("tend", cwd=workspace)
+    assert summary["phase"] == "running"
+    assert _task(steward, workspace)["max_samples"] == 30
+    events = [e["event"] for e in _journal(workspace)]
+    for event in ("ramp up", "ramp hold", "ramp resumed", "ramp range changed", "ramp narrow"):
+        assert event in events, event
+    assert "max_samples | attempts" in (workspace / "status.md").read_text()
+
+    steward.ok("cancel", cwd=workspace)
+    (log,) = (workspace / "logs").glob("*.eval")
+    updates = read_eval_log(str(log), header_only=True).config_updates or []
+    # Each retune is in the log with its provenance: who, why, from what to what.
+    applied = [
+        (c.previous, c.value)
+        for u in updates
+        if u.provenance.author == "steward"
+        for c in u.changes
+        if c.name == "max_samples"
+    ]
+    assert applied[:2] == [(2, 22), (22, 42)] and (60, 30) in applied
+    assert all(u.provenance.reason.startswith("ramp ") for u in updates)
+
+
+def test_explicit_max_samples_is_honoured_and_never_ramps(steward, workspace_root):
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"wide": 200},
+        options="samples_ramp: [2, 60]\ntend_interval: 1h\n",
+        dotenv="STEWARD_OFFLINE_DELAY=1\n",
+    )
+    definition = workspace / "evalset.py"
+    definition.write_text(definition.read_text().replace("epochs=1)", "epochs=1, max_samples=5)"))
+    launched = steward.ok("launch", cwd=workspace)
+    assert (
+        launched["state"]["tasks"][0]["max_samples"] == 5
+        and launched["state"]["tasks"][0]["pinned"]
+    )
+    for _ in range(5):
+        steward.ok("tend", cwd=workspace)
+    task = _task(steward, workspace)
+    assert task["max_samples"] == 5 and task["progress"]["in_flight"] <= 5
+    assert not [e for e in _journal(workspace) if e["event"].startswith("ramp")]
+    steward.ok("cancel", cwd=workspace)
