@@ -189,6 +189,7 @@ def _progress_from_row(row: dict, total: int) -> Progress:
         completed=samples.get("completed", 0),
         errored=samples.get("errored", 0),
         in_flight=samples.get("in_flight", 0),
+        cancelled=samples.get("cancelled", 0),
     )
 
 

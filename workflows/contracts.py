@@ -90,6 +90,7 @@ class Progress(BaseModel):
     completed: int = 0
     errored: int = 0
     in_flight: int = 0
+    cancelled: int = 0
 
     @property
     def done(self) -> int:

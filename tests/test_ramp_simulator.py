@@ -1,0 +1,94 @@
+"""The ramp against the provider simulator, through Inspect's real openai-api provider: it
+climbs while the provider has headroom and backs off when the provider's limit drops mid-run,
+without cancelling a sample."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from .helpers import make_workspace, wait_for
+
+
+@pytest.fixture
+def simulator(tmp_path):
+    port_file = tmp_path / "sim.port"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "worker.provider_simulator",
+            "--port-file",
+            str(port_file),
+            "--concurrency",
+            "200",
+            "--latency",
+            "1.0",
+            "--jitter",
+            "0.1",
+            "--retry-after",
+            "0.5",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    port = int(
+        wait_for(lambda: port_file.is_file() and port_file.read_text(), what="the simulator")
+    )
+    yield f"http://127.0.0.1:{port}"
+    process.kill()
+    process.wait()
+
+
+def _task(steward, workspace):
+    return steward.status(workspace)["state"]["tasks"][0]
+
+
+def test_ramp_climbs_with_headroom_and_backs_off_when_the_provider_pushes_back(
+    steward, workspace_root, simulator
+):
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"chat": 5000},
+        options="samples_ramp: [10, 70]\ntend_interval: 1h\n",
+        dotenv=f"SIM_BASE_URL={simulator}/v1\nSIM_API_KEY=test-key\n",
+    )
+    definition = workspace / "evalset.py"
+    definition.write_text(
+        definition.read_text().replace('model="steward/offline"', 'model="openai-api/sim/echo"')
+    )
+    steward.ok("launch", cwd=workspace)
+
+    def tend_until(predicate, what):
+        return wait_for(
+            lambda: steward.ok("tend", cwd=workspace) and predicate(_task(steward, workspace)),
+            timeout=120,
+            interval=1.0,
+            what=what,
+        )
+
+    tend_until(lambda t: t["max_samples"] == 70, "the ramp to reach its ceiling")
+    assert httpx.get(f"{simulator}/admin/stats").json()["rate_limited"] == 0
+
+    # The provider's capacity drops: 429s with Retry-After past 20 in flight.
+    httpx.post(f"{simulator}/admin/config", json={"concurrency": 20})
+    tend_until(lambda t: t["max_samples"] < 70, "the ramp to back off")
+    assert _task(steward, workspace)["pushback_streak"] >= 2
+    journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+    cuts = [e for e in journal if e["event"] == "ramp cut"]
+    assert cuts and cuts[0]["previous"] == 70 and cuts[0]["setpoint"] == 50
+    assert cuts[0]["connections"] is not None  # clamped to where Inspect's controller fell
+    assert httpx.get(f"{simulator}/admin/stats").json()["rate_limited"] > 0
+
+    time.sleep(2)
+    steward.ok("tend", cwd=workspace)
+    task = _task(steward, workspace)
+    assert task["progress"]["cancelled"] == 0 and task["progress"]["errored"] == 0
+    assert task["attempts"] == 1
+    steward.ok("cancel", cwd=workspace)
