@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench bench-ramp clean
 
 setup: $(STAMP)
 
@@ -33,6 +33,10 @@ lint: setup
 
 bench: setup
 	$(BIN)/python -m bench.tend
+
+bench-ramp: setup
+	$(BIN)/pip install --quiet -e ".[bench]"
+	$(BIN)/python -m bench.ramp
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,254 @@
+"""Throughput against a provider of fixed capacity: plain Inspect vs Steward with and without the ramp.
+
+The provider simulator is set to a fixed capacity (`--concurrency` requests in flight,
+`--latency` seconds each, 429 + Retry-After past that), so capacity_rps = concurrency / latency.
+An eval set of `--samples` samples over 4 tasks runs three ways, each against a fresh simulator:
+(a) plain `eval_set()` with Inspect's defaults, (b) Steward with the ramp (tend every 5 s),
+(c) Steward with `samples_ramp: false`. Prints samples/s, its ratio to capacity, 429s served and
+samples cancelled for each, writes a PNG of (b)'s setpoint and throughput over time, and ends
+with one JSON line: capacity_rps, plain_rps, ramp_rps, fixed_rps, ramp_ratio, samples_cancelled,
+samples.
+
+    .venv/bin/python -m bench.ramp [--samples 2000] [--concurrency 40] [--latency 2.0]
+
+Sized for a 2-core machine: Inspect spends ~50 ms of CPU per sample, so a capacity much above
+~25 samples/s measures the CPU, not the ramp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from tests.helpers import Steward, free_port, make_workspace, wait_for, write_definition
+
+TASKS = 4
+console = Console(stderr=True)
+
+
+class SimulatorProcess:
+    def __init__(self, root: Path, concurrency: int, latency: float) -> None:
+        port_file = root / f"sim-{time.monotonic_ns()}.port"
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "worker.provider_simulator",
+                "--port-file",
+                str(port_file),
+                "--concurrency",
+                str(concurrency),
+                "--latency",
+                str(latency),
+                "--jitter",
+                str(latency / 10),
+                "--retry-after",
+                "1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        port = wait_for(lambda: port_file.is_file() and port_file.read_text(), what="the simulator")
+        self.url = f"http://127.0.0.1:{port}"
+
+    def stats(self) -> dict:
+        return httpx.get(f"{self.url}/admin/stats").json()
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def _definition(workspace: Path, samples: int) -> None:
+    per_task = samples // TASKS
+    write_definition(workspace, {f"part_{i}": per_task for i in range(TASKS)})
+    path = workspace / "evalset.py"
+    path.write_text(
+        path.read_text().replace('model="steward/offline"', 'model="openai-api/sim/echo"')
+    )
+
+
+def _errored_samples(log_dir: Path) -> int:
+    from inspect_ai.log import read_eval_log_sample_summaries
+
+    return sum(
+        1 for p in log_dir.glob("*.eval") for s in read_eval_log_sample_summaries(str(p)) if s.error
+    )
+
+
+def run_plain(root: Path, args, sim: SimulatorProcess) -> dict:
+    workspace = root / "plain"
+    workspace.mkdir()
+    _definition(workspace, args.samples)
+    path = workspace / "evalset.py"
+    path.write_text(path.read_text().replace("epochs=1)", 'epochs=1, log_dir="logs")'))
+    env = {**os.environ, "SIM_BASE_URL": f"{sim.url}/v1", "SIM_API_KEY": "bench"}
+    start = time.monotonic()
+    subprocess.run(
+        [sys.executable, "evalset.py"],
+        cwd=workspace,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    elapsed = time.monotonic() - start
+    return {"seconds": elapsed, "cancelled": _errored_samples(workspace / "logs")}
+
+
+def run_steward(
+    root: Path, args, sim: SimulatorProcess, name: str, options: str, trace: list | None = None
+) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
+    data = root / f"data-{name}"
+    data.mkdir()
+    env.update(
+        STEWARD_DATA_DIR=str(data),
+        STEWARD_TEMPORAL_PORT=str(free_port()),
+        STEWARD_TEMPORAL_UI_PORT=str(free_port()),
+    )
+    steward = Steward(env)
+    steward.ok("server", "start")
+    steward.ok("worker", "start")
+    workspace = make_workspace(
+        steward,
+        root / name,
+        {},
+        options=options + "tend_interval: 5s\n",
+        dotenv=f"SIM_BASE_URL={sim.url}/v1\nSIM_API_KEY=bench\n",
+    )
+    _definition(workspace, args.samples)
+    try:
+        start = time.monotonic()
+        steward.ok("launch", cwd=workspace)
+        while True:
+            state = steward.status(workspace)["state"]
+            if trace is not None:
+                trace.append(
+                    (
+                        time.monotonic() - start,
+                        sum(t["max_samples"] for t in state["tasks"] if t["phase"] == "running"),
+                        state["samples_done"],
+                    )
+                )
+            if state["phase"] in ("finished", "stalled", "failed", "cancelled"):
+                break
+            time.sleep(1.0)
+        elapsed = time.monotonic() - start
+        cancelled = sum(t["progress"]["cancelled"] for t in state["tasks"]) + _errored_samples(
+            workspace / "logs"
+        )
+        return {"seconds": elapsed, "cancelled": cancelled, "phase": state["phase"]}
+    finally:
+        steward("worker", "stop")
+        steward("server", "stop")
+
+
+def plot(trace: list, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    times = [t for t, _, _ in trace]
+    setpoints = [s for _, s, _ in trace]
+    rates = [0.0] + [
+        (trace[i][2] - trace[i - 1][2]) / max(1e-6, trace[i][0] - trace[i - 1][0])
+        for i in range(1, len(trace))
+    ]
+    fig, left = plt.subplots(figsize=(8, 4))
+    left.plot(times, setpoints, color="tab:blue", label="sum of max_samples setpoints")
+    left.set_xlabel("seconds since launch")
+    left.set_ylabel("setpoint (samples)", color="tab:blue")
+    right = left.twinx()
+    right.plot(times, rates, color="tab:orange", alpha=0.7, label="throughput")
+    right.set_ylabel("samples/s", color="tab:orange")
+    fig.suptitle("Steward ramp against a fixed-capacity provider")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--samples", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=40)
+    parser.add_argument("--latency", type=float, default=2.0)
+    parser.add_argument("--plot", type=Path, default=Path("bench/ramp.png"))
+    args = parser.parse_args()
+    capacity = args.concurrency / args.latency
+    samples = args.samples // TASKS * TASKS
+    root = Path(tempfile.mkdtemp(prefix="steward-ramp-bench-"))
+    results: dict[str, dict] = {}
+    trace: list = []
+    try:
+        ways = [
+            ("plain", lambda sim: run_plain(root, args, sim)),
+            ("ramp", lambda sim: run_steward(root, args, sim, "ramp", "", trace)),
+            ("fixed", lambda sim: run_steward(root, args, sim, "fixed", "samples_ramp: false\n")),
+        ]
+        for name, run in ways:
+            console.print(f"running {name} ({samples} samples, capacity {capacity:g} rps) ...")
+            sim = SimulatorProcess(root, args.concurrency, args.latency)
+            try:
+                results[name] = run(sim)
+                results[name]["rate_limited"] = sim.stats()["rate_limited"]
+            finally:
+                sim.stop()
+        plot(trace, args.plot)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+    table = Table(
+        title=f"{samples} samples over {TASKS} tasks; provider capacity {capacity:g} samples/s "
+        f"({args.concurrency} in flight x {args.latency:g} s)"
+    )
+    for column in (
+        "way",
+        "seconds",
+        "samples/s",
+        "ratio to capacity",
+        "429s served",
+        "samples cancelled",
+    ):
+        table.add_column(column)
+    for name, result in results.items():
+        rate = samples / result["seconds"]
+        result["rps"] = rate
+        table.add_row(
+            name,
+            f"{result['seconds']:.1f}",
+            f"{rate:.2f}",
+            f"{rate / capacity:.2f}",
+            str(result["rate_limited"]),
+            str(result["cancelled"]),
+        )
+    Console().print(table)
+    Console().print(f"plot of the ramp run: {args.plot}")
+    print(
+        json.dumps(
+            {
+                "capacity_rps": round(capacity, 2),
+                "plain_rps": round(results["plain"]["rps"], 2),
+                "ramp_rps": round(results["ramp"]["rps"], 2),
+                "fixed_rps": round(results["fixed"]["rps"], 2),
+                "ramp_ratio": round(results["ramp"]["rps"] / capacity, 3),
+                "samples_cancelled": results["ramp"]["cancelled"],
+                "samples": samples,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
