@@ -163,10 +163,11 @@ def plot(trace: list, path: Path) -> None:
 
     times = [t for t, _, _ in trace]
     setpoints = [s for _, s, _ in trace]
-    rates = [0.0] + [
-        (trace[i][2] - trace[i - 1][2]) / max(1e-6, trace[i][0] - trace[i - 1][0])
-        for i in range(1, len(trace))
-    ]
+    # Progress moves at tends (every 5 s): a trailing 15 s window shows the rate, not the tends.
+    rates = []
+    for now, _, done in trace:
+        first = next(p for p in trace if p[0] >= now - 15)
+        rates.append((done - first[2]) / max(1.0, now - first[0]))
     fig, left = plt.subplots(figsize=(8, 4))
     left.plot(times, setpoints, color="tab:blue", label="sum of max_samples setpoints")
     left.set_xlabel("seconds since launch")
