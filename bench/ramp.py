@@ -31,7 +31,8 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from tests.helpers import Steward, free_port, make_workspace, wait_for, write_definition
+from tests.helpers import Steward, free_port, make_workspace, write_definition
+from worker.provider_simulator import spawn
 
 TASKS = 4
 console = Console(stderr=True)
@@ -39,28 +40,13 @@ console = Console(stderr=True)
 
 class SimulatorProcess:
     def __init__(self, root: Path, concurrency: int, latency: float) -> None:
-        port_file = root / f"sim-{time.monotonic_ns()}.port"
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "worker.provider_simulator",
-                "--port-file",
-                str(port_file),
-                "--concurrency",
-                str(concurrency),
-                "--latency",
-                str(latency),
-                "--jitter",
-                str(latency / 10),
-                "--retry-after",
-                "1",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        self.process, self.url = spawn(
+            root / f"sim-{time.monotonic_ns()}.port",
+            concurrency=concurrency,
+            latency=latency,
+            jitter=latency / 10,
+            retry_after=1,
         )
-        port = wait_for(lambda: port_file.is_file() and port_file.read_text(), what="the simulator")
-        self.url = f"http://127.0.0.1:{port}"
 
     def stats(self) -> dict:
         return httpx.get(f"{self.url}/admin/stats").json()

@@ -36,6 +36,7 @@ WorkspaceOpt = Annotated[
     typer.Option("--workspace", "-w", help="Workspace directory (default: the current one)."),
 ]
 ByOpt = Annotated[str, typer.Option("--by", help="Who is acting (recorded in the journal).")]
+ReasonOpt = Annotated[str, typer.Option("--reason", help="Why (shown in status and the journal).")]
 
 
 def command(fn: Callable) -> Callable:
@@ -227,7 +228,7 @@ def _signal(workspace: Path | None, name: str, payload, as_json: bool, said: str
 @app.command()
 @command
 def pause(
-    reason: Annotated[str, typer.Option("--reason", help="Why (shown in status).")] = "",
+    reason: ReasonOpt = "",
     workspace: WorkspaceOpt = None,
     by: ByOpt = "",
     as_json: JsonOpt = False,
@@ -252,7 +253,7 @@ def resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = Fa
 @ramp_app.command("hold")
 @command
 def ramp_hold(
-    reason: Annotated[str, typer.Option("--reason", help="Why (shown in status).")] = "",
+    reason: ReasonOpt = "",
     workspace: WorkspaceOpt = None,
     by: ByOpt = "",
     as_json: JsonOpt = False,
@@ -277,7 +278,7 @@ def ramp_resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt
 @app.command()
 @command
 def cancel(
-    reason: Annotated[str, typer.Option("--reason", help="Why (recorded).")] = "",
+    reason: ReasonOpt = "",
     wait: Annotated[
         bool, typer.Option("--wait/--no-wait", help="Wait until the run has ended.")
     ] = True,

@@ -5,42 +5,22 @@ without cancelling a sample."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import httpx
 import pytest
+
+from worker.provider_simulator import spawn
 
 from .helpers import make_workspace, wait_for
 
 
 @pytest.fixture
 def simulator(tmp_path):
-    port_file = tmp_path / "sim.port"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "worker.provider_simulator",
-            "--port-file",
-            str(port_file),
-            "--concurrency",
-            "200",
-            "--latency",
-            "1.0",
-            "--jitter",
-            "0.1",
-            "--retry-after",
-            "0.5",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    process, url = spawn(
+        tmp_path / "sim.port", concurrency=200, latency=1.0, jitter=0.1, retry_after=0.5
     )
-    port = int(
-        wait_for(lambda: port_file.is_file() and port_file.read_text(), what="the simulator")
-    )
-    yield f"http://127.0.0.1:{port}"
+    yield url
     process.kill()
     process.wait()
 

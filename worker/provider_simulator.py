@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import subprocess
+import sys
 import time
 import uuid
 from collections import deque
@@ -151,6 +153,21 @@ def _text(content: object) -> str:
     if isinstance(content, list):
         return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return ""
+
+
+def spawn(port_file: Path, timeout: float = 30.0, **limits: float) -> tuple[subprocess.Popen, str]:
+    """Start a simulator process with these limits; return it and its base URL once it listens."""
+    command = [sys.executable, "-m", "worker.provider_simulator", "--port-file", str(port_file)]
+    for name, value in limits.items():
+        command += [f"--{name.replace('_', '-')}", str(value)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while not port_file.is_file():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"the provider simulator did not start (exit {process.poll()})")
+        time.sleep(0.05)
+    return process, f"http://127.0.0.1:{port_file.read_text()}"
 
 
 def main() -> None:
