@@ -48,26 +48,17 @@ def print_status(status: RunStatus) -> None:
         console.print(f"[red]error[/]: {state.error}", highlight=False)
     if state.tasks:
         table = Table()
-        for column in (
-            "task",
-            "model",
-            "state",
-            "samples",
-            "errors",
-            "in flight",
-            "setpoint",
-            "attempts",
-        ):
-            table.add_column(column)
+        table.add_column("task / model", no_wrap=True)
+        for column in ("state", "samples", "errors", "flight", "setpoint", "tries"):
+            table.add_column(column, no_wrap=True)
         for row in task_rows(state.tasks):
             table.add_row(
-                row["task"],
-                row["model"],
+                f"{row['task']}\n[dim]{row['model']}[/]",
                 row["phase"],
                 f"{row['done']}/{row['total']}",
                 str(row["errored"]),
                 str(row["in_flight"]),
-                f"{row['max_samples']}{' (pinned)' if row['pinned'] else ''}",
+                f"{row['max_samples']}{' pinned' if row['pinned'] else ''}",
                 str(row["attempts"]),
             )
         console.print(table)
