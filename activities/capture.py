@@ -35,7 +35,12 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
         )
     with tempfile.TemporaryDirectory(prefix="steward-capture-") as scratch:
         manifest = Path(scratch) / "capture.json"
-        env = {**os.environ, "INSPECT_EVAL_SET_CAPTURE": str(manifest)}
+        sandboxes_file = Path(scratch) / "sandboxes.json"
+        env = {
+            **os.environ,
+            "INSPECT_EVAL_SET_CAPTURE": str(manifest),
+            "STEWARD_CAPTURE_SANDBOXES": str(sandboxes_file),
+        }
         env.pop("INSPECT_EVAL_SET_SELECTION", None)
         try:
             done = subprocess.run(
@@ -63,6 +68,7 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
                 "end it with a call to inspect_ai.eval_set(...)."
             )
         document = json.loads(manifest.read_text())
+        sandboxes = json.loads(sandboxes_file.read_text()) if sandboxes_file.is_file() else {}
     options = document.get("options", {})
     tasks = [
         TaskSpec(
@@ -74,6 +80,7 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
             file=t.get("file"),
             samples=t.get("samples") or 0,
             epochs=t.get("epochs") or 1,
+            sandbox=sandboxes.get(t["identifier"]),
         )
         for t in document.get("tasks", [])
     ]
@@ -84,7 +91,13 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
     log_dir = options.get("log_dir")
     if log_dir and "://" not in log_dir:
         log_dir = str((Path(workspace) / log_dir).resolve())
-    return Capture(tasks=tasks, log_dir=log_dir, max_samples=options.get("max_samples"))
+    return Capture(
+        tasks=tasks,
+        log_dir=log_dir,
+        max_samples=options.get("max_samples"),
+        max_sandboxes=options.get("max_sandboxes"),
+        cpus=os.cpu_count() or 1,
+    )
 
 
 @activity.defn(name="capture_definition")

@@ -55,6 +55,15 @@ def test_tasks_start_at_the_ramp_floor_unless_the_definition_pins_max_samples():
     assert [(t.max_samples, t.pinned) for t in pinned] == [(7, True), (7, True)]
 
 
+def test_sandboxed_tasks_start_at_a_share_of_the_budget():
+    boxed = [_spec("a", 500).model_copy(update={"sandbox": "docker"}) for _ in range(2)]
+    capture = Capture(tasks=[*boxed, _spec("free", 500)], cpus=8)  # Docker budget: 16
+    started = policy.initial_tasks(capture, RunSettings())
+    assert [t.max_samples for t in started] == [8, 8, 50]
+    assert policy.sandbox_budget_of(capture) == 16
+    assert policy.sandboxed_setpoints(RunState(tasks=started), besides=started[0]) == 8
+
+
 def test_success_log_completes_a_task_and_the_run():
     state = _state("a")
     _run(state, "w1", "a")

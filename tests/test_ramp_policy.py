@@ -115,3 +115,35 @@ def test_windows_are_differences_of_cumulative_counters():
     )
     restarted = window_between(before, RampCounters(finished=7), in_flight=3, setpoint=50)
     assert restarted.finished == 7  # a respawned worker's counters start again from zero
+
+
+def test_sandbox_budget_comes_from_the_definition_else_the_provider():
+    from workflows.ramp import sandbox_budget
+
+    assert sandbox_budget(30, ["docker"], cpus=8) == 30
+    assert sandbox_budget(None, ["docker", None], cpus=8) == 16  # Docker: 2 x CPUs
+    assert sandbox_budget(None, ["k8s"], cpus=8) is None  # elastic: unbounded
+    assert sandbox_budget(None, [None, None], cpus=8) is None
+
+
+def test_sandboxed_tasks_start_at_their_share_of_the_budget():
+    from workflows.ramp import budget_share
+
+    assert budget_share(16, 4, 50) == 4
+    assert budget_share(300, 2, 50) == 50  # the share is a ceiling, not a target
+    assert budget_share(None, 4, 50) == 50
+    assert budget_share(3, 8, 50) == 1
+
+
+def test_the_ramp_never_grows_the_fleet_sum_past_the_budget():
+    from workflows.ramp import clamp_to_budget
+
+    up = _decide(setpoint=50, window=_window())  # wants 70
+    assert clamp_to_budget(up, others=50, budget=200).setpoint == 70
+    assert clamp_to_budget(up, others=140, budget=200).setpoint == 60  # only the room left
+    held = clamp_to_budget(up, others=150, budget=200)
+    assert (held.kind, held.setpoint) == ("none", 50) and "budget" in held.reason
+    cut = _decide(
+        setpoint=120, streak=1, window=_window(in_flight=120, setpoint=120, rate_limit_retries=1)
+    )
+    assert clamp_to_budget(cut, others=500, budget=200) == cut  # cuts are never blocked

@@ -37,6 +37,7 @@ class TaskSpec(BaseModel):
     file: str | None = None
     samples: int
     epochs: int = 1
+    sandbox: str | None = None  # sandbox provider type ("docker", "local", "k8s", ...), None: none
 
     @property
     def planned_samples(self) -> int:
@@ -47,6 +48,8 @@ class Capture(BaseModel):
     tasks: list[TaskSpec]
     log_dir: str | None = None  # the definition's own log_dir, if it passed one
     max_samples: int | None = None  # the definition's own max_samples, if it set one
+    max_sandboxes: int | None = None  # the definition's own max_sandboxes, if it set one
+    cpus: int = 1  # of the host that will run the workers (Docker's budget is 2 x CPUs)
 
 
 class CaptureRequest(BaseModel):
@@ -142,6 +145,7 @@ class TaskState(BaseModel):
     pinned: bool = False  # the definition set max_samples: honoured exactly, never ramped
     ramp_baseline: RampReading | None = None  # last reading, the start of the next window
     pushback_streak: int = 0
+    budget_clamped: bool = False  # the sandbox budget stopped its climb (journalled once)
 
 
 class JournalEvent(BaseModel):
@@ -181,6 +185,7 @@ class RunState(BaseModel):
     options_problem: str | None = None  # _steward.yaml unreadable at the last tend
     cancel_reason: str | None = None
     log_dir: str = ""
+    sandbox_budget: int | None = None  # fleet-wide bound on sandboxed tasks' setpoints; None: none
     tasks: list[TaskState] = Field(default_factory=list)
     workers: dict[str, WorkerProcess] = Field(default_factory=dict)
     worker_counter: int = 0

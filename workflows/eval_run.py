@@ -186,6 +186,7 @@ class EvalRun:
             self._upsert_visibility()
             return False
         self._state.tasks = policy.initial_tasks(capture, self._settings)
+        self._state.sandbox_budget = policy.sandbox_budget_of(capture)
         self._state.log_dir = capture.log_dir or self._input.log_dir
         self._state.phase = "running"
         self._journal(
@@ -193,6 +194,7 @@ class EvalRun:
             tasks=[t.name for t in capture.tasks],
             samples=sum(t.planned_samples for t in capture.tasks),
             log_dir=self._state.log_dir,
+            sandbox_budget=self._state.sandbox_budget,
         )
         return True
 
@@ -322,6 +324,20 @@ class EvalRun:
                 hold=state.ramp_hold,
                 pinned=task.pinned,
             )
+            if task.spec.sandbox:
+                budget = state.sandbox_budget
+                move = ramp.clamp_to_budget(move, policy.sandboxed_setpoints(state, task), budget)
+                if move.kind == "none" and move.reason.startswith("sandbox budget"):
+                    if not task.budget_clamped:
+                        self._journal(
+                            "budget clamp",
+                            task=task.spec.name,
+                            setpoint=task.max_samples,
+                            budget=budget,
+                        )
+                    task.budget_clamped = True
+                else:
+                    task.budget_clamped = False
             task.pushback_streak = move.pushback_streak
             if move.kind != "none":
                 task.max_samples = move.setpoint

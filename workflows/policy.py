@@ -16,18 +16,33 @@ class ObservationOutcome(BaseModel):
 
 
 def initial_tasks(capture: Capture, settings: RunSettings) -> list[TaskState]:
-    """Tasks start at the ramp's floor (50), or exactly at the definition's own max_samples,
-    which is then pinned: honoured as set and never ramped."""
+    """Tasks start at the ramp's floor (50) — sandboxed ones at their share of the sandbox
+    budget when that is less — or exactly at the definition's own max_samples, which is then
+    pinned: honoured as set and never ramped."""
     if capture.max_samples is not None:
         return [
             TaskState(spec=s, max_samples=capture.max_samples, pinned=True) for s in capture.tasks
         ]
-    return [
-        TaskState(
-            spec=s, max_samples=ramp.starting_setpoint(settings.samples_ramp, s.planned_samples)
-        )
-        for s in capture.tasks
-    ]
+    budget = sandbox_budget_of(capture)
+    sandboxed = sum(1 for s in capture.tasks if s.sandbox)
+    tasks = []
+    for spec in capture.tasks:
+        start = ramp.starting_setpoint(settings.samples_ramp, spec.planned_samples)
+        if spec.sandbox:
+            start = ramp.budget_share(budget, sandboxed, start)
+        tasks.append(TaskState(spec=spec, max_samples=start))
+    return tasks
+
+
+def sandbox_budget_of(capture: Capture) -> int | None:
+    return ramp.sandbox_budget(
+        capture.max_sandboxes, [t.sandbox for t in capture.tasks], capture.cpus
+    )
+
+
+def sandboxed_setpoints(state: RunState, besides: TaskState) -> int:
+    """The summed setpoints of the other open sandboxed tasks (what the budget already holds)."""
+    return sum(t.max_samples for t in open_tasks(state) if t.spec.sandbox and t is not besides)
 
 
 def open_tasks(state: RunState) -> list[TaskState]:

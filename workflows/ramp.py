@@ -176,3 +176,39 @@ def decide(
         connections=ceiling,
         reason="clean window",
     )
+
+
+def sandbox_budget(max_sandboxes: int | None, sandboxes: list[str | None], cpus: int) -> int | None:
+    """The machine-wide bound on sandboxed tasks' summed setpoints: the definition's
+    max_sandboxes, else what the provider gives (Docker: 2 x CPUs; others, k8s included: none)."""
+    if max_sandboxes is not None:
+        return max_sandboxes
+    if "docker" in sandboxes:
+        return 2 * cpus
+    return None
+
+
+def budget_share(budget: int | None, sandboxed_tasks: int, wanted: int) -> int:
+    """A sandboxed task's starting setpoint: its share of the budget, never more than wanted."""
+    if budget is None or sandboxed_tasks == 0:
+        return wanted
+    return max(1, min(wanted, budget // sandboxed_tasks))
+
+
+def clamp_to_budget(move: RampMove, others: int, budget: int | None) -> RampMove:
+    """Keep an upward move inside the budget left by the other sandboxed tasks' setpoints."""
+    if budget is None or move.kind != "up" or others + move.setpoint <= budget:
+        return move
+    room = max(move.previous, budget - others)
+    if room == move.previous:
+        return move.model_copy(
+            update={
+                "kind": "none",
+                "setpoint": move.previous,
+                "connections": None,
+                "reason": f"sandbox budget {budget} reached",
+            }
+        )
+    return move.model_copy(
+        update={"setpoint": room, "reason": f"clean window (sandbox budget {budget})"}
+    )

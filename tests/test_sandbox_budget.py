@@ -1,0 +1,51 @@
+"""The sandbox budget on a live run: sandboxed tasks start at their share of the definition's
+max_sandboxes and the ramp never grows their sum past it; unsandboxed tasks climb freely."""
+
+from __future__ import annotations
+
+import json
+
+from .helpers import make_workspace, wait_for
+
+
+def test_sandboxed_tasks_share_the_budget_and_the_ramp_respects_it(steward, workspace_root):
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"boxed_a": 400, "boxed_b": 400, "free": 400},
+        options="samples_ramp: [20, 100]\ntend_interval: 1h\n",
+        dotenv="STEWARD_OFFLINE_DELAY=3\n",
+    )
+    definition = workspace / "evalset.py"
+    text = definition.read_text()
+    for name in ("boxed_a", "boxed_b"):
+        text = text.replace(
+            f"samples(\"{name}\", 400, ''), solver=generate(), scorer=match())",
+            f'samples("{name}", 400, \'\'), solver=generate(), scorer=match(), sandbox="local")',
+        )
+    definition.write_text(text.replace("epochs=1)", "epochs=1, max_sandboxes=30)"))
+
+    listed = {t["name"]: t["sandbox"] for t in steward.ok("tasks", cwd=workspace)["tasks"]}
+    assert listed == {"boxed_a": "local", "boxed_b": "local", "free": None}
+
+    launched = steward.ok("launch", cwd=workspace)
+    assert launched["state"]["sandbox_budget"] == 30
+    assert [t["max_samples"] for t in launched["state"]["tasks"]] == [15, 15, 20]
+
+    def setpoints():
+        steward.ok("tend", cwd=workspace)
+        return {
+            t["spec"]["name"]: t["max_samples"] for t in steward.status(workspace)["state"]["tasks"]
+        }
+
+    wait_for(
+        lambda: setpoints()["free"] >= 60, timeout=120, interval=1, what="the free task to climb"
+    )
+    final = setpoints()
+    assert final["boxed_a"] + final["boxed_b"] <= 30
+    journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+    clamps = [e for e in journal if e["event"] == "budget clamp"]
+    assert {e["task"] for e in clamps} == {"boxed_a", "boxed_b"} and all(
+        e["budget"] == 30 for e in clamps
+    )
+    steward.ok("cancel", cwd=workspace)
