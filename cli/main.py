@@ -14,7 +14,7 @@ import typer
 
 from workflows.contracts import CancelRequest, PauseRequest, RunSettings, TendSummary
 
-from . import render, runs
+from . import pools, render, runs
 from .output import BAD_INPUT, FAILED, OK, CommandError, bad_input, console, emit, fail, finish
 
 app = typer.Typer(
@@ -130,6 +130,17 @@ def launch(
     ] = None,
     workspace: WorkspaceOpt = None,
     by: ByOpt = "",
+    docker_pools: Annotated[
+        str,
+        typer.Option(
+            "--docker-pools",
+            help="When Docker's address pools are too few for the run: ask (on a terminal; else "
+            "decline), accept (merge the finer pools into daemon.json) or decline (print them).",
+        ),
+    ] = "ask",
+    daemon_json: Annotated[
+        Path | None, typer.Option("--daemon-json", help="The Docker daemon.json to advise on.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Launch the workspace's eval set as a durable run (one live run per workspace)."""
@@ -148,14 +159,24 @@ def launch(
         max_workers=ctx.options.max_workers,
         samples_ramp=ctx.options.samples_ramp,
     )
+    if docker_pools not in pools.CHOICES:
+        raise bad_input(
+            f"--docker-pools must be one of {', '.join(pools.CHOICES)}, not {docker_pools!r}."
+        )
     status = asyncio.run(runs.start_run(ctx, definition, settings, _who(by)))
     if status.state.phase == "failed":
         raise bad_input(status.state.error or "the run failed to start")
-    emit(
-        as_json,
-        {"ok": True, **status.model_dump(mode="json")},
-        lambda: render.print_status(status),
+    if not as_json:
+        render.print_status(status)
+    advice = pools.check_docker_pools(
+        status, ctx.options.samples_ramp, docker_pools, daemon_json, quiet=as_json
     )
+    if as_json:
+        emit(
+            True,
+            {"ok": True, **status.model_dump(mode="json"), "docker_pools": advice},
+            lambda: None,
+        )
 
 
 @app.command()

@@ -1,6 +1,7 @@
 """What the CLI needs of a workspace, from the one place that does it (the CLI never imports
 activities directly; the worker hosts them)."""
 
+from activities import docker_pools
 from activities.capture import DefinitionError, capture_definition_sync
 from activities.options import OptionsError, load_options
 from activities.workspace import (
@@ -17,6 +18,7 @@ __all__ = [
     "OptionsError",
     "WorkspaceError",
     "capture_definition_sync",
+    "docker_pools",
     "find_workspace",
     "init_workspace",
     "load_options",
