@@ -40,6 +40,8 @@ def print_status(status: RunStatus) -> None:
         console.print(
             f"[yellow]paused[/]: {state.pause_reason or 'no reason given'}", highlight=False
         )
+    if state.sandbox_budget is not None:
+        console.print(f"sandbox budget: {state.sandbox_budget}", highlight=False)
     if state.ramp_hold:
         console.print(
             f"[yellow]ramp held[/]: {state.ramp_hold_reason or 'no reason given'}", highlight=False

@@ -72,3 +72,25 @@ def test_ramp_climbs_with_headroom_and_backs_off_when_the_provider_pushes_back(
     assert task["progress"]["cancelled"] == 0 and task["progress"]["errored"] == 0
     assert task["attempts"] == 1
     steward.ok("cancel", cwd=workspace)
+
+
+def test_explicit_max_samples_never_ramps_against_the_simulator(steward, workspace_root, simulator):
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"chat": 2000},
+        options="samples_ramp: [10, 70]\ntend_interval: 1h\n",
+        dotenv=f"SIM_BASE_URL={simulator}/v1\nSIM_API_KEY=test-key\n",
+    )
+    definition = workspace / "evalset.py"
+    text = definition.read_text().replace('model="steward/offline"', 'model="openai-api/sim/echo"')
+    definition.write_text(text.replace("epochs=1)", "epochs=1, max_samples=8)"))
+    steward.ok("launch", cwd=workspace)
+    for _ in range(6):
+        steward.ok("tend", cwd=workspace)
+        time.sleep(0.5)
+    task = _task(steward, workspace)
+    assert task["pinned"] and task["max_samples"] == 8
+    assert task["ramp_baseline"]["setpoint"] == 8 and task["progress"]["in_flight"] <= 8
+    assert httpx.get(f"{simulator}/admin/stats").json()["peak_in_flight"] <= 8
+    steward.ok("cancel", cwd=workspace)

@@ -48,6 +48,10 @@ def render_status_markdown(status: RunStatus) -> str:
         lines.append(
             f"- **Paused**: {state.pause_reason or 'no reason given'} (`steward resume` to continue)"
         )
+    if state.sandbox_budget is not None:
+        lines.append(
+            f"- Sandbox budget: {state.sandbox_budget} (summed setpoints of sandboxed tasks)"
+        )
     if state.ramp_hold:
         lines.append(
             f"- **Ramp held**: {state.ramp_hold_reason or 'no reason given'} (`steward ramp resume`)"
