@@ -48,4 +48,5 @@ def test_sandboxed_tasks_share_the_budget_and_the_ramp_respects_it(steward, work
     assert {e["task"] for e in clamps} == {"boxed_a", "boxed_b"} and all(
         e["budget"] == 30 for e in clamps
     )
+    assert "Sandbox budget: 30" in (workspace / "status.md").read_text()
     steward.ok("cancel", cwd=workspace)
