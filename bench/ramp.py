@@ -35,6 +35,7 @@ from tests.helpers import Steward, free_port, make_workspace, write_definition
 from worker.provider_simulator import spawn
 
 TASKS = 4
+SIM_MODEL = "openai-api/sim/echo"
 console = Console(stderr=True)
 
 
@@ -56,13 +57,8 @@ class SimulatorProcess:
         self.process.wait()
 
 
-def _definition(workspace: Path, samples: int) -> None:
-    per_task = samples // TASKS
-    write_definition(workspace, {f"part_{i}": per_task for i in range(TASKS)})
-    path = workspace / "evalset.py"
-    path.write_text(
-        path.read_text().replace('model="steward/offline"', 'model="openai-api/sim/echo"')
-    )
+def _tasks(samples: int) -> dict[str, int]:
+    return {f"part_{i}": samples // TASKS for i in range(TASKS)}
 
 
 def _errored_samples(log_dir: Path) -> int:
@@ -76,9 +72,9 @@ def _errored_samples(log_dir: Path) -> int:
 def run_plain(root: Path, args, sim: SimulatorProcess) -> dict:
     workspace = root / "plain"
     workspace.mkdir()
-    _definition(workspace, args.samples)
-    path = workspace / "evalset.py"
-    path.write_text(path.read_text().replace("epochs=1)", 'epochs=1, log_dir="logs")'))
+    write_definition(
+        workspace, _tasks(args.samples), model=SIM_MODEL, eval_set_args=', log_dir="logs"'
+    )
     env = {**os.environ, "SIM_BASE_URL": f"{sim.url}/v1", "SIM_API_KEY": "bench"}
     start = time.monotonic()
     subprocess.run(
@@ -110,11 +106,11 @@ def run_steward(
     workspace = make_workspace(
         steward,
         root / name,
-        {},
+        _tasks(args.samples),
         options=options + "tend_interval: 5s\n",
         dotenv=f"SIM_BASE_URL={sim.url}/v1\nSIM_API_KEY=bench\n",
+        model=SIM_MODEL,
     )
-    _definition(workspace, args.samples)
     try:
         start = time.monotonic()
         steward.ok("launch", cwd=workspace)

@@ -114,7 +114,9 @@ def pid_alive(pid: int) -> bool:
 TASK_TEMPLATE = """
 @task
 def {name}():
-    return Task(dataset=samples("{name}", {samples}, {marker!r}), solver=generate(), scorer=match())
+    return Task(
+        dataset=samples("{name}", {samples}, {marker!r}), solver=generate(), scorer=match(){extra}
+    )
 """
 
 DEFINITION_HEAD = """from inspect_ai import Task, eval_set, task
@@ -136,17 +138,24 @@ def write_definition(
     tasks: dict[str, int],
     *,
     crash: set[str] = frozenset(),
+    sandbox: dict[str, str] | None = None,
     epochs: int = 1,
+    model: str = "steward/offline",
+    eval_set_args: str = "",
     name: str = "evalset.py",
 ) -> Path:
-    """A definition of `tasks` (name -> sample count) on the offline model. Tasks in `crash`
-    carry the CRASH marker in every input (with STEWARD_OFFLINE_CRASH=CRASH they kill their worker)."""
+    """A definition of `tasks` (name -> sample count) on `model` (the offline one by default).
+    Tasks in `crash` carry the CRASH marker in every input (with STEWARD_OFFLINE_CRASH=CRASH they
+    kill their worker); `sandbox` gives tasks a sandbox type; `eval_set_args` is appended to the
+    eval_set() call (e.g. ", max_samples=8")."""
     body = DEFINITION_HEAD
     for task_name, count in tasks.items():
         marker = " CRASH" if task_name in crash else ""
-        body += TASK_TEMPLATE.format(name=task_name, samples=count, marker=marker)
+        kind = (sandbox or {}).get(task_name)
+        extra = f", sandbox={kind!r}" if kind else ""
+        body += TASK_TEMPLATE.format(name=task_name, samples=count, marker=marker, extra=extra)
     calls = ", ".join(f"{t}()" for t in tasks)
-    body += f'\n\neval_set(tasks=[{calls}], model="steward/offline", epochs={epochs})\n'
+    body += f"\n\neval_set(tasks=[{calls}], model={model!r}, epochs={epochs}{eval_set_args})\n"
     path = workspace / name
     path.write_text(body)
     return path

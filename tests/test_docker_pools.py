@@ -94,10 +94,14 @@ def test_launch_advises_and_merges_only_when_told(steward, workspace_root, fake_
     from .helpers import make_workspace
 
     daemon = fake_docker(None)  # built-in pools: 32 networks
-    workspace = make_workspace(steward, workspace_root, {"swe": 300}, options="tend_interval: 1h\n")
-    definition = workspace / "evalset.py"
-    text = definition.read_text().replace("scorer=match())", 'scorer=match(), sandbox="docker")')
-    definition.write_text(text.replace("epochs=1)", "epochs=1, max_sandboxes=100)"))
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"swe": 300},
+        options="tend_interval: 1h\n",
+        sandbox={"swe": "docker"},
+        eval_set_args=", max_sandboxes=100",
+    )
     daemon_json = workspace_root / "etc-docker" / "daemon.json"
     env = {"DOCKER_HOST": daemon.url}
 

@@ -86,9 +86,8 @@ def test_explicit_max_samples_is_honoured_and_never_ramps(steward, workspace_roo
         {"wide": 200},
         options="samples_ramp: [2, 60]\ntend_interval: 1h\n",
         dotenv="STEWARD_OFFLINE_DELAY=1\n",
+        eval_set_args=", max_samples=5",
     )
-    definition = workspace / "evalset.py"
-    definition.write_text(definition.read_text().replace("epochs=1)", "epochs=1, max_samples=5)"))
     launched = steward.ok("launch", cwd=workspace)
     assert (
         launched["state"]["tasks"][0]["max_samples"] == 5

@@ -14,6 +14,8 @@ from worker.provider_simulator import spawn
 
 from .helpers import make_workspace, wait_for
 
+SIM_MODEL = "openai-api/sim/echo"
+
 
 @pytest.fixture
 def simulator(tmp_path):
@@ -38,10 +40,7 @@ def test_ramp_climbs_with_headroom_and_backs_off_when_the_provider_pushes_back(
         {"chat": 5000},
         options="samples_ramp: [10, 70]\ntend_interval: 1h\n",
         dotenv=f"SIM_BASE_URL={simulator}/v1\nSIM_API_KEY=test-key\n",
-    )
-    definition = workspace / "evalset.py"
-    definition.write_text(
-        definition.read_text().replace('model="steward/offline"', 'model="openai-api/sim/echo"')
+        model=SIM_MODEL,
     )
     steward.ok("launch", cwd=workspace)
 
@@ -81,10 +80,9 @@ def test_explicit_max_samples_never_ramps_against_the_simulator(steward, workspa
         {"chat": 2000},
         options="samples_ramp: [10, 70]\ntend_interval: 1h\n",
         dotenv=f"SIM_BASE_URL={simulator}/v1\nSIM_API_KEY=test-key\n",
+        model=SIM_MODEL,
+        eval_set_args=", max_samples=8",
     )
-    definition = workspace / "evalset.py"
-    text = definition.read_text().replace('model="steward/offline"', 'model="openai-api/sim/echo"')
-    definition.write_text(text.replace("epochs=1)", "epochs=1, max_samples=8)"))
     steward.ok("launch", cwd=workspace)
     for _ in range(6):
         steward.ok("tend", cwd=workspace)

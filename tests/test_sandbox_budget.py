@@ -15,15 +15,9 @@ def test_sandboxed_tasks_share_the_budget_and_the_ramp_respects_it(steward, work
         {"boxed_a": 400, "boxed_b": 400, "free": 400},
         options="samples_ramp: [20, 100]\ntend_interval: 1h\n",
         dotenv="STEWARD_OFFLINE_DELAY=3\n",
+        sandbox={"boxed_a": "local", "boxed_b": "local"},
+        eval_set_args=", max_sandboxes=30",
     )
-    definition = workspace / "evalset.py"
-    text = definition.read_text()
-    for name in ("boxed_a", "boxed_b"):
-        text = text.replace(
-            f"samples(\"{name}\", 400, ''), solver=generate(), scorer=match())",
-            f'samples("{name}", 400, \'\'), solver=generate(), scorer=match(), sandbox="local")',
-        )
-    definition.write_text(text.replace("epochs=1)", "epochs=1, max_sandboxes=30)"))
 
     listed = {t["name"]: t["sandbox"] for t in steward.ok("tasks", cwd=workspace)["tasks"]}
     assert listed == {"boxed_a": "local", "boxed_b": "local", "free": None}

@@ -44,7 +44,6 @@ with workflow.unsafe.imports_passed_through():
     from .eval_run_state import visible_state
 
 STATE_KEY = SearchAttributeKey.for_keyword("StewardState")
-WORKSPACE_KEY = SearchAttributeKey.for_keyword("StewardWorkspace")
 DONE_KEY = SearchAttributeKey.for_int("StewardSamplesDone")
 TOTAL_KEY = SearchAttributeKey.for_int("StewardSamplesTotal")
 
