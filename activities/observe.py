@@ -151,7 +151,9 @@ def log_info(location: str, fresh_status: bool = True) -> LogInfo | None:
         header = read_eval_log(path, header_only=True)
     except Exception:  # a log being replaced mid-read: try again next tend
         return known
-    _logs[path] = LogInfo(path, task_identifier(header, None), stamp, header.status)
+    # A success log with invalidated samples (a re-run ruling) is not complete: its task resumes.
+    status = "invalidated" if header.status == "success" and header.invalidated else header.status
+    _logs[path] = LogInfo(path, task_identifier(header, None), stamp, status)
     return _logs[path]
 
 

@@ -17,7 +17,7 @@ from pydantic_settings.sources import InitSettingsSource
 from temporalio import activity
 
 from workflows.contracts import RampSettings, RampSettingsRequest
-from workflows.options import StewardOptions
+from workflows.options import StewardOptions, standing_rules
 
 OPTIONS_FILE = "_steward.yaml"
 ENV_PREFIX = "STEWARD_"
@@ -120,6 +120,12 @@ def read_ramp_settings(request: RampSettingsRequest) -> RampSettings:
     """The ramp range as the workspace says now (a live run follows edits at its next tend).
     An option file broken mid-run keeps the last good range and says why."""
     try:
-        return RampSettings(samples_ramp=load_options(Path(request.workspace)).samples_ramp)
+        options = load_options(Path(request.workspace))
     except OptionsError as err:
         return RampSettings(problem=str(err))
+    return RampSettings(
+        samples_ramp=options.samples_ramp,
+        rules=standing_rules(options),
+        heartbeat=options.heartbeat,
+        stuck_after=options.stuck_after,
+    )

@@ -78,7 +78,14 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
     _write_json_atomic(
         record_path, {"state": "spawning", "selection": str(selection), "output": str(output)}
     )
-    env = {**os.environ, "INSPECT_EVAL_SET_SELECTION": str(selection)}
+    # STEWARD_WORKER: tool approvals a policy sends to a human are answered through Steward
+    # (worker/approver.py) instead of a terminal this detached process does not have.
+    env = {
+        **os.environ,
+        "INSPECT_EVAL_SET_SELECTION": str(selection),
+        "STEWARD_WORKER": "1",
+        "STEWARD_APPROVALS_DIR": str(Path(request.workspace) / ".steward" / "approvals"),
+    }
     env.pop("INSPECT_EVAL_SET_CAPTURE", None)
     with open(output, "ab") as out:
         process = subprocess.Popen(

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from temporalio import activity
 
-from workflows.contracts import JournalEvent, TidyRequest, WorkspaceWrite
+from workflows.contracts import (
+    CurateRequest,
+    CurateResult,
+    JournalEvent,
+    TidyRequest,
+    WorkspaceWrite,
+)
 from workflows.status_view import render_status_markdown
 
 from .observe import logs_by_identifier
+from .options import load_options
 
 JOURNAL = "journal.jsonl"
 STATUS = "status.md"
@@ -73,6 +81,22 @@ def append_journal(workspace: Path, events: list[JournalEvent]) -> int:
     return len(fresh)
 
 
+def read_journal(workspace: Path, since: int = 0) -> list[dict]:
+    """The journal's events numbered above `since` (a torn line is skipped)."""
+    path = workspace / JOURNAL
+    events = []
+    if not path.is_file():
+        return events
+    for line in path.read_text().splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("seq"), int) and event["seq"] > since:
+            events.append(event)
+    return events
+
+
 @activity.defn(name="write_workspace")
 def write_workspace(request: WorkspaceWrite) -> int:
     workspace = Path(request.workspace)
@@ -80,11 +104,24 @@ def write_workspace(request: WorkspaceWrite) -> int:
     return append_journal(workspace, request.journal)
 
 
+def archive_dir(log_dir: str) -> Path:
+    """Where superseded logs go: `logs-archive/` beside `logs/` (never deleted)."""
+    directory = Path(log_dir)
+    return directory.with_name(directory.name + "-archive")
+
+
+def archive(path: str, log_dir: str) -> str:
+    target = archive_dir(log_dir) / Path(path).name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
+    return str(target)
+
+
 @activity.defn(name="tidy_logs")
 def tidy_logs(request: TidyRequest) -> list[str]:
-    """Remove logs superseded by a newer success log of the same task (what a resumed
-    worker leaves behind), so the log dir holds each sample exactly once."""
-    removed = []
+    """Move logs superseded by a newer success log of the same task (what a resumed worker
+    leaves behind) to the archive, so the log dir holds each sample exactly once."""
+    moved = []
     logs = logs_by_identifier(request.log_dir, fresh_status=True)
     for identifier in request.identifiers:
         entries = logs.get(identifier, [])
@@ -93,7 +130,34 @@ def tidy_logs(request: TidyRequest) -> list[str]:
             continue
         keep = successes[-1]
         for info in entries:
-            if info.path != keep:
-                Path(info.path).unlink(missing_ok=True)
-                removed.append(info.path)
-    return removed
+            if info.path != keep and Path(info.path).exists():
+                archive(info.path, request.log_dir)
+                moved.append(info.path)
+    return moved
+
+
+@activity.defn(name="curate_logs")
+def curate_logs(request: CurateRequest) -> CurateResult:
+    """At signoff: every log in the log dir that is not a task's final log goes to the archive;
+    with `publish`, the final logs are copied into the configured log store."""
+    result = CurateResult()
+    keep = {str(Path(p)) for p in request.keep}
+    directory = Path(request.log_dir)
+    for path in sorted(directory.glob("*.eval")) if directory.is_dir() else []:
+        if str(path) not in keep:
+            result.archived.append(archive(str(path), request.log_dir))
+    if request.publish:
+        store = load_options(Path(request.workspace)).log_store
+        if not store:
+            result.problem = "no log_store is configured, so nothing was published"
+            return result
+        store_dir = Path(store).expanduser()
+        store_dir.mkdir(parents=True, exist_ok=True)
+        for path in sorted(keep):
+            target = store_dir / Path(path).name
+            if not target.exists():
+                tmp = target.with_name(f".{target.name}.tmp")
+                shutil.copyfile(path, tmp)
+                os.replace(tmp, target)
+            result.published.append(str(target))
+    return result

@@ -7,12 +7,23 @@ import functools
 import getpass
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from workflows.contracts import CancelRequest, PauseRequest, RunSettings, TendSummary
+from worker.workspace import read_journal
+from workflows.contracts import (
+    TERMINAL_PHASES,
+    CancelRequest,
+    PauseRequest,
+    RunSettings,
+    TendSummary,
+)
+from workflows.decisions import RuleRequest, RuleResult
+from workflows.eval_run_state import unsupervised
+from workflows.options import standing_rules
 
 from . import pools, render, runs
 from .output import BAD_INPUT, FAILED, OK, CommandError, bad_input, console, emit, fail, finish
@@ -158,6 +169,11 @@ def launch(
         stall_after=ctx.options.stall_after,
         max_workers=ctx.options.max_workers,
         samples_ramp=ctx.options.samples_ramp,
+        stuck_after=ctx.options.stuck_after,
+        heartbeat=ctx.options.heartbeat,
+        rules=standing_rules(ctx.options),
+        scan_model=ctx.options.scan_model,
+        scanners=ctx.options.scanners or [],
     )
     if docker_pools not in pools.CHOICES:
         raise bad_input(
@@ -201,8 +217,171 @@ def status(
         )
 
     result = asyncio.run(go())
+    warning = unsupervised(result.state, result.tend_interval, datetime.now(UTC))
     emit(
-        as_json, {"ok": True, **result.model_dump(mode="json")}, lambda: render.print_status(result)
+        as_json,
+        {"ok": True, **result.model_dump(mode="json"), "unsupervised": warning},
+        lambda: render.print_status(result),
+    )
+
+
+RoleOpt = Annotated[
+    bool,
+    typer.Option(
+        "--agent",
+        help="Act as an agent (also STEWARD_ROLE=agent): an agent's verdict on an error class "
+        "is a proposal the operator rules on.",
+    ),
+]
+
+
+def _role(agent: bool) -> str:
+    return "agent" if agent or os.environ.get("STEWARD_ROLE", "").lower() == "agent" else "operator"
+
+
+def _update(ctx: runs.Context, name: str, payload, result_type):
+    """Run an update on the live run; a refusal by its validator is the user's one sentence."""
+    from temporalio.client import WorkflowUpdateFailedError
+
+    async def go():
+        handle = await runs.run_handle(ctx)
+        await runs.require_live(handle, ctx)
+        try:
+            return await handle.execute_update(name, payload, result_type=result_type)
+        except WorkflowUpdateFailedError as err:
+            raise bad_input(str(err.cause.message if err.cause else err)) from err
+
+    return asyncio.run(go())
+
+
+@app.command()
+@command
+def rule(
+    decision: Annotated[str, typer.Argument(help="The decision id (see `steward collect`).")],
+    verdict: Annotated[
+        str,
+        typer.Argument(
+            help="rerun, exclude, zero, score, accept, dismiss; retry, give_up; "
+            "cancel_tool, cancel; approve, reject, terminate."
+        ),
+    ],
+    reason: ReasonOpt = "",
+    by: ByOpt = "",
+    agent: RoleOpt = False,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a decision. Invalid rulings are refused and change nothing."""
+    ctx = runs.load_context(workspace)
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
+    request = RuleRequest(
+        decision_id=decision, verdict=verdict, reason=reason, by=_who(by), role=_role(agent)
+    )
+    result = _update(ctx, "rule", request, RuleResult)
+    emit(
+        as_json,
+        {"ok": True, **result.model_dump(mode="json")},
+        lambda: console.print(
+            f"{result.decision_id}: {result.verdict} "
+            + (
+                f"proposed; the operator rules on it as {result.raised}."
+                if result.effect == "proposed"
+                else "ruled; the run applies it now."
+            ),
+            highlight=False,
+        ),
+    )
+
+
+@app.command()
+@command
+def collect(
+    since: Annotated[
+        int, typer.Option("--since", help="Events after this journal number (the cursor).")
+    ] = 0,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Open decisions and every event since the cursor. Reading consumes nothing; it tells the
+    run an agent looked (agent items then stay the agent's for two more tends)."""
+    from workflows.contracts import CollectView
+
+    ctx = runs.load_context(workspace)
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
+
+    async def go() -> CollectView | None:
+        handle = await runs.run_handle(ctx)
+        status = await runs.query_status(handle, ctx)
+        if status.state.phase in TERMINAL_PHASES:
+            return None
+        view = await handle.query("collect_view", since, result_type=CollectView)
+        await handle.signal("collected", PauseRequest(by=_who("")))
+        return view
+
+    view = asyncio.run(go())
+    events = {e["seq"]: e for e in read_journal(ctx.workspace, since)}
+    if view is not None:
+        for event in view.events:  # held by the workflow, not yet on disk
+            events.setdefault(
+                event.seq,
+                {"seq": event.seq, "at": event.at.isoformat(), "event": event.event, **event.data},
+            )
+    ordered = [events[seq] for seq in sorted(events)]
+    cursor = max([since, *events, view.cursor if view else 0])
+    document = {
+        "ok": True,
+        "cursor": cursor,
+        "phase": view.phase if view else "ended",
+        "decisions": view.decisions if view else [],
+        "classes": view.classes if view else [],
+        "policies": view.policies if view else [],
+        "unattended": view.unattended if view else False,
+        "events": ordered,
+    }
+    emit(as_json, document, lambda: render.print_collect(document))
+
+
+@app.command()
+@command
+def runbook(as_json: JsonOpt = False) -> None:
+    """The mechanics for an agent attaching to a run (ships with the package)."""
+    from importlib.resources import files
+
+    text = files("cli").joinpath("runbook.md").read_text()
+    emit(as_json, {"ok": True, "runbook": text}, lambda: console.print(text, markup=False))
+
+
+@app.command()
+@command
+def signoff(
+    by: Annotated[str, typer.Option("--by", help="Who signs the run off (required).")] = "",
+    publish: Annotated[
+        bool, typer.Option("--publish", help="Also copy the final logs into the log store.")
+    ] = False,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Sign the run off: refused, listing every blocker, until it is clean."""
+    from workflows.contracts import Signoff, SignoffRequest
+
+    if not by.strip():
+        raise bad_input("signoff needs --by NAME (who signs the run off).")
+    ctx = runs.load_context(workspace)
+    if publish and not ctx.options.log_store:
+        raise bad_input(
+            "--publish needs a log store: set log_store in _steward.yaml or STEWARD_LOG_STORE."
+        )
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
+    result = _update(ctx, "signoff", SignoffRequest(by=by, publish=publish), Signoff)
+    emit(
+        as_json,
+        {"ok": True, **result.model_dump(mode="json")},
+        lambda: console.print(
+            f"Signed off by {result.by}: {len(result.logs)} log(s) kept, "
+            f"{len(result.archived)} archived"
+            + (f", {len(result.published)} published." if publish else "."),
+            highlight=False,
+        ),
     )
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from rich.table import Table
 
 from workflows.contracts import RunStatus, TaskSpec, TendSummary
-from workflows.eval_run_state import describe_state
+from workflows.eval_run_state import describe_state, unsupervised
 from workflows.options import format_duration
 from workflows.status_view import task_rows
 
@@ -48,6 +50,21 @@ def print_status(status: RunStatus) -> None:
         )
     if state.error:
         console.print(f"[red]error[/]: {state.error}", highlight=False)
+    warning = unsupervised(state, status.tend_interval, datetime.now(UTC))
+    if warning:
+        console.print(f"[red]{warning}[/]", highlight=False)
+    open_decisions = state.triage.open_decisions()
+    if open_decisions:
+        console.print(
+            f"[yellow]{len(open_decisions)} decision(s) open[/]: "
+            + ", ".join(f"{d.id} ({d.owner})" for d in open_decisions)
+            + " — `steward collect`",
+            highlight=False,
+        )
+    if state.signoff:
+        console.print(
+            f"signed off by {state.signoff.by} at {_when(state.signoff.at)}", highlight=False
+        )
     if state.tasks:
         table = Table()
         table.add_column("task / model", no_wrap=True)
@@ -99,3 +116,23 @@ def print_runs(rows: list[dict]) -> None:
             row["workflow_id"],
         )
     console.print(table)
+
+
+def print_collect(document: dict) -> None:
+    decisions = document["decisions"]
+    console.print(
+        f"phase {document['phase']} · cursor {document['cursor']} · "
+        f"{len(decisions)} open decision(s) · {len(document['events'])} new event(s)",
+        highlight=False,
+    )
+    if decisions:
+        table = Table()
+        for column in ("id", "owner", "question", "verdicts"):
+            table.add_column(column, overflow="fold")
+        for d in decisions:
+            owner = d["owner"] + (" → operator" if d["routed"] else "")
+            table.add_row(d["id"], owner, d["question"], " | ".join(d["verdicts"]))
+        console.print(table)
+    for event in document["events"][-30:]:
+        extra = {k: v for k, v in event.items() if k not in ("seq", "at", "event")}
+        console.print(f"[dim]#{event['seq']}[/] {event['event']} {extra or ''}", highlight=False)

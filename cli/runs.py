@@ -18,6 +18,7 @@ from worker.workspace import (
 )
 from workflows.contracts import (
     SEARCH_ATTRIBUTES,
+    SETTLED_PHASES,
     TERMINAL_PHASES,
     WORKFLOW_TASK_QUEUE,
     RunInput,
@@ -162,7 +163,8 @@ async def start_run(ctx: Context, definition: str, settings: RunSettings, launch
     except WorkflowAlreadyStartedError as err:
         raise bad_input(
             f"A run is already live for {ctx.workspace} (workflow {ctx.workflow_id}); "
-            "see `steward status`, or `steward cancel` it before launching again."
+            "see `steward status`, and sign it off (`steward signoff --by NAME`) or "
+            "`steward cancel` it before launching again."
         ) from err
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CAPTURE_WAIT_S
@@ -253,9 +255,6 @@ async def list_runs(target: Target) -> list[dict]:
 
 def _typed_items(attributes) -> list[tuple[Any, Any]]:
     return [(pair.key, pair.value) for pair in attributes.search_attributes]
-
-
-SETTLED_PHASES = TERMINAL_PHASES | {"stalled"}
 
 
 async def wait_settled(handle, ctx: Context, quiet: bool = False) -> RunStatus:

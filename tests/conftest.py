@@ -40,7 +40,8 @@ def steward() -> Steward:
     runner("worker", "stop")
     runner("server", "stop")
     _reap_leftovers(data_dir)
-    shutil.rmtree(data_dir, ignore_errors=True)
+    if not os.environ.get("STEWARD_KEEP_TEST_DATA"):  # keep the worker's log to debug a failure
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _reap_leftovers(data_dir: Path) -> None:

@@ -16,6 +16,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from worker.temporal_worker import workflow_runner
 from workflows.eval_run import EvalRun
 
 from .helpers import make_workspace
@@ -24,7 +25,11 @@ HISTORIES = Path(__file__).parent / "histories"
 
 
 def _replay(history: WorkflowHistory) -> None:
-    replayer = Replayer(workflows=[EvalRun], data_converter=pydantic_data_converter)
+    replayer = Replayer(
+        workflows=[EvalRun],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
     asyncio.run(replayer.replay_workflow(history))
 
 

@@ -68,6 +68,10 @@ def main(argv: list[str]) -> None:
         load_dotenv(env_file, override=False)
     if os.environ.get(SANDBOX_SIDECAR) and os.environ.get("INSPECT_EVAL_SET_CAPTURE"):
         record_sandboxes(os.environ[SANDBOX_SIDECAR])
+    # Register Steward's approver before the definition builds its tasks, so policies naming
+    # `steward` (or, in a worker, `human`) resolve to it.
+    import worker.inspect_plugins  # noqa: F401
+
     sys.path.insert(0, str(definition.resolve().parent))
     sys.argv = [str(definition)]
     runpy.run_path(str(definition), run_name="__main__")

@@ -12,6 +12,11 @@ hashed into the task identifier):
 * ``STEWARD_OFFLINE_RATE_LIMIT`` fraction (0..1) of calls pushed back, evenly spread, with a
                                  rate-limit error that Inspect retries (and its adaptive
                                  connection controller counts).
+* ``STEWARD_OFFLINE_FLAG``       regex; answers an inspect_scout ``llm_scanner`` prompt (yes/no or
+                                 numeric) with a positive verdict (``ANSWER: yes`` / ``ANSWER: 1``)
+                                 when the transcript inside the prompt matches, and a negative one
+                                 (``ANSWER: no`` / ``ANSWER: 0``) when it does not. Unset, or for
+                                 any other prompt, answers as above.
 """
 
 from __future__ import annotations
@@ -52,6 +57,42 @@ def reply_for(prompt: str) -> str:
     return match.group(1).strip().splitlines()[0] if match else "ok"
 
 
+# The transcript inside an inspect_scout llm_scanner prompt (its default template); greedy, so
+# an "[END TRANSCRIPT" written by the model inside the transcript does not end it early.
+_SCANNER_TRANSCRIPT = re.compile(r"\[BEGIN TRANSCRIPT[^\]]*\](.*)\[END TRANSCRIPT", re.DOTALL)
+# A scanner built with a nonce writes it on every marker; it is random, so strip it before
+# matching lest a short flag match it by chance.
+_SCANNER_NONCE = re.compile(r"contains the code \((\w+)\)")
+_SCANNER_MESSAGE_ID = re.compile(r"\[(M\d+)\]")
+
+
+def scanner_verdict(prompt: str, flag: str) -> str | None:
+    """The answer to an llm_scanner prompt: positive when its transcript matches `flag`.
+
+    None when the prompt is not a scanner prompt asking a yes/no or numeric question.
+    """
+    transcript = _SCANNER_TRANSCRIPT.search(prompt)
+    if transcript is None:
+        return None
+    question = prompt[transcript.end() :]
+    if "$VALUE is yes or no" in question:
+        positive, negative = "yes", "no"
+    elif "$NUMBER" in question:
+        positive, negative = "1", "0"
+    else:
+        return None
+    text = transcript.group(1)
+    nonce = _SCANNER_NONCE.search(prompt[: transcript.start()])
+    if nonce:
+        text = text.replace(f" ({nonce.group(1)})", "")
+    found = re.search(flag, text)
+    if found is None:
+        return f"The transcript does not match {flag!r}.\n\nANSWER: {negative}"
+    message_ids = _SCANNER_MESSAGE_ID.findall(text[: found.end()])
+    where = f" in [{message_ids[-1]}]" if message_ids else ""
+    return f"The transcript matches {flag!r}{where}.\n\nANSWER: {positive}"
+
+
 @modelapi(name="steward")
 class OfflineModel(ModelAPI):
     def __init__(
@@ -84,7 +125,9 @@ class OfflineModel(ModelAPI):
             raise OfflineSampleFailure(f"offline model told to fail on {fail!r}")
         if self._pushed_back(float(os.environ.get("STEWARD_OFFLINE_RATE_LIMIT", "0") or 0)):
             raise OfflineRateLimit("429 Too Many Requests (simulated)")
-        completion = reply_for(prompt)
+        flag = os.environ.get("STEWARD_OFFLINE_FLAG")
+        verdict = scanner_verdict(prompt, flag) if flag else None
+        completion = verdict if verdict is not None else reply_for(prompt)
         output = ModelOutput.from_content(model=self.model_name, content=completion)
         output.usage = ModelUsage(
             input_tokens=len(prompt.split()),

@@ -14,22 +14,31 @@ from pathlib import Path
 
 import structlog
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.capture import capture_definition
+from activities.notify import notify
 from activities.observe import apply_setpoints, observe_run
 from activities.options import read_ramp_settings
 from activities.processes import spawn_worker, stop_workers
-from activities.workspace_files import tidy_logs, write_workspace
+from activities.scan import scan_transcripts_activity
+from activities.triage import apply_actions, observe_anomalies
+from activities.workspace_files import curate_logs, tidy_logs, write_workspace
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.eval_run import EvalRun
 
 from .connect import Target, connect, host_queue
 
 ACTIVITIES = [
+    apply_actions,
     apply_setpoints,
     capture_definition,
+    curate_logs,
+    notify,
+    observe_anomalies,
     observe_run,
     read_ramp_settings,
+    scan_transcripts_activity,
     spawn_worker,
     stop_workers,
     tidy_logs,
@@ -38,9 +47,23 @@ ACTIVITIES = [
 log = structlog.get_logger("steward.worker")
 
 
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox, with our `workflows` package passed through whole: its pure modules hold
+    no state, and one copy of them means one copy of each pydantic class (a sandbox-local copy
+    of a model fails validation against the passed-through one)."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows")
+    )
+
+
 def build_workers(client, executor: ThreadPoolExecutor) -> list[Worker]:
     return [
-        Worker(client, task_queue=WORKFLOW_TASK_QUEUE, workflows=[EvalRun]),
+        Worker(
+            client,
+            task_queue=WORKFLOW_TASK_QUEUE,
+            workflows=[EvalRun],
+            workflow_runner=workflow_runner(),
+        ),
         Worker(client, task_queue=host_queue(), activities=ACTIVITIES, activity_executor=executor),
     ]
 

@@ -11,6 +11,7 @@ from activities.workspace import (
     init_workspace,
     workflow_id_for,
 )
+from activities.workspace_files import read_journal
 
 __all__ = [
     "DEFAULT_DEFINITION",
@@ -22,5 +23,6 @@ __all__ = [
     "find_workspace",
     "init_workspace",
     "load_options",
+    "read_journal",
     "workflow_id_for",
 ]

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from .decisions import Action, StandingRules, Triage
 from .ramp import RampReading
 
 SEARCH_ATTRIBUTES: dict[str, str] = {
@@ -19,10 +20,20 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
 WORKFLOW_TASK_QUEUE = "steward"
 
 RunPhase = Literal[
-    "capturing", "running", "stalled", "finished", "cancelling", "cancelled", "failed"
+    "capturing",
+    "running",
+    "stalled",
+    "finished",  # every task complete or settled; the run waits for signoff
+    "cancelling",
+    "cancelled",
+    "failed",
+    "signed_off",
 ]
-TaskPhase = Literal["pending", "running", "complete", "stalled"]
-TERMINAL_PHASES: frozenset[str] = frozenset({"finished", "cancelled", "failed"})
+TaskPhase = Literal["pending", "running", "complete", "stalled", "given_up"]
+# Phases after which the workflow ends. (Runs from before signoff existed ended at "finished".)
+TERMINAL_PHASES: frozenset[str] = frozenset({"signed_off", "cancelled", "failed"})
+# Phases in which nothing more runs by itself: what `status --wait` waits for.
+SETTLED_PHASES: frozenset[str] = TERMINAL_PHASES | {"finished", "stalled"}
 
 
 # ---------- capture ----------
@@ -162,6 +173,11 @@ class RunSettings(BaseModel):
     stall_after: int = 2
     max_workers: int | None = None
     samples_ramp: tuple[int, int] | Literal[False] = (50, 200)
+    stuck_after: float = 5 * 3600.0
+    heartbeat: float | Literal[False] = 3600.0
+    rules: StandingRules = Field(default_factory=StandingRules)
+    scan_model: str | Literal[False] | None = None
+    scanners: list[str] = Field(default_factory=list)
 
 
 class RunInput(BaseModel):
@@ -196,6 +212,13 @@ class RunState(BaseModel):
     next_tend_at: datetime | None = None
     journal_seq: int = 0
     pending_journal: list[JournalEvent] = Field(default_factory=list)
+    triage: Triage = Field(default_factory=Triage)
+    outbox: list[Notice] = Field(default_factory=list)  # notifications not yet delivered
+    tend_problems: list[str] = Field(default_factory=list)  # reasons already notified
+    last_heartbeat_at: datetime | None = None
+    scanned_logs: list[str] = Field(default_factory=list)
+    scan_problem: str | None = None
+    signoff: Signoff | None = None
 
     def task(self, identifier: str) -> TaskState:
         return next(t for t in self.tasks if t.spec.identifier == identifier)
@@ -211,6 +234,20 @@ class RunState(BaseModel):
         return sum(t.spec.planned_samples for t in self.tasks)
 
 
+class Notice(BaseModel):
+    kind: Literal["decision", "finished", "tend_failed", "heartbeat", "signed_off", "cancelled"]
+    text: str
+
+
+class Signoff(BaseModel):
+    by: str
+    at: datetime
+    publish: bool = False
+    published: list[str] = Field(default_factory=list)
+    archived: list[str] = Field(default_factory=list)
+    logs: list[str] = Field(default_factory=list)
+
+
 class TendSummary(BaseModel):
     tend: int
     at: datetime
@@ -220,6 +257,9 @@ class TendSummary(BaseModel):
     completed: list[str] = Field(default_factory=list)
     stalled: list[str] = Field(default_factory=list)
     restarted: list[str] = Field(default_factory=list)
+    raised: list[str] = Field(default_factory=list)  # decision ids
+    applied: int = 0  # ruling effects carried out
+    problem: str | None = None  # why the tend could not run in full
     samples_done: int = 0
     samples_total: int = 0
 
@@ -278,5 +318,87 @@ class RampSettingsRequest(BaseModel):
 
 
 class RampSettings(BaseModel):
+    """The options re-read each tend (the agent writes standing rules during a run)."""
+
     samples_ramp: tuple[int, int] | Literal[False] | None = None  # None: options unreadable now
     problem: str | None = None
+    rules: StandingRules | None = None
+    heartbeat: float | Literal[False] | None = None
+    stuck_after: float | None = None
+
+
+# ---------- decisions ----------
+class AnomalyRequest(BaseModel):
+    workspace: str
+    log_dir: str
+    tasks: list[TaskSpec]  # every task of the run
+    workers: list[WorkerProcess]
+    stuck_after: float
+    known_errors: list[str] = Field(default_factory=list)  # sample uuids already triaged
+
+
+class ApplyRequest(BaseModel):
+    workspace: str
+    actions: list[Action]
+    workers: list[WorkerProcess] = Field(default_factory=list)
+
+
+class ApplyResult(BaseModel):
+    done: list[Action] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+    rerun_tasks: list[str] = Field(default_factory=list)  # task identifiers to re-spawn
+
+
+class NotifyRequest(BaseModel):
+    workspace: str
+    title: str
+    body: str
+
+
+class NotifyResult(BaseModel):
+    configured: bool
+    delivered: bool
+    problem: str | None = None
+
+
+class ScanRequest(BaseModel):
+    workspace: str
+    log_paths: list[str]
+    results_dir: str
+    scan_model: str | Literal[False] | None = None
+    scanners: list[str] = Field(default_factory=list)
+
+
+class SignoffRequest(BaseModel):
+    by: str
+    publish: bool = False
+
+
+class CurateRequest(BaseModel):
+    workspace: str
+    log_dir: str
+    keep: list[str]  # the final logs
+    publish: bool = False
+
+
+class CurateResult(BaseModel):
+    archived: list[str] = Field(default_factory=list)
+    published: list[str] = Field(default_factory=list)
+    problem: str | None = None
+
+
+class CollectView(BaseModel):
+    """What `steward collect` returns: open decisions, classes, standing rules, and the
+    journal events the workflow holds that are newer than the cursor."""
+
+    decisions: list[dict[str, Any]]
+    classes: list[dict[str, Any]]
+    events: list[JournalEvent]
+    cursor: int
+    policies: list[str] = Field(default_factory=list)
+    phase: RunPhase
+    unattended: bool = False
+
+
+RunState.model_rebuild()
+RunInput.model_rebuild()

@@ -15,13 +15,22 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import policy, ramp
+    from . import decisions, notices, policy, ramp
     from .contracts import (
         TERMINAL_PHASES,
+        AnomalyRequest,
+        ApplyRequest,
+        ApplyResult,
         CancelRequest,
         Capture,
         CaptureRequest,
+        CollectView,
+        CurateRequest,
+        CurateResult,
         JournalEvent,
+        Notice,
+        NotifyRequest,
+        NotifyResult,
         Observation,
         ObserveRequest,
         PauseRequest,
@@ -33,6 +42,8 @@ with workflow.unsafe.imports_passed_through():
         SelectedTask,
         SetpointChange,
         SetpointRequest,
+        Signoff,
+        SignoffRequest,
         SpawnRequest,
         StopRequest,
         StopResult,
@@ -41,7 +52,8 @@ with workflow.unsafe.imports_passed_through():
         WorkerProcess,
         WorkspaceWrite,
     )
-    from .eval_run_state import visible_state
+    from .decisions import Anomaly, RuleRequest, RuleResult
+    from .eval_run_state import effective_interval, visible_state
 
 STATE_KEY = SearchAttributeKey.for_keyword("StewardState")
 DONE_KEY = SearchAttributeKey.for_int("StewardSamplesDone")
@@ -58,6 +70,9 @@ class EvalRun:
         self._lock = asyncio.Lock()
         self._wake = False
         self._cancel: CancelRequest | None = None
+        # Decisions, notifications and signoff (off when replaying runs from before them,
+        # which ended as soon as every task was complete).
+        self._decisions = False
 
     # ---------------------------------------------------------------- main loop
     @workflow.run
@@ -77,6 +92,7 @@ class EvalRun:
         return self._state
 
     async def _run(self, run_input: RunInput) -> None:
+        self._decisions = workflow.patched("decisions-v1")
         if run_input.state is not None:
             self._state = run_input.state
         else:
@@ -90,13 +106,15 @@ class EvalRun:
                 await self._cancel_run()
                 return
             await self._tend_locked()
-            if self._state.phase == "finished":
+            if self._state.phase in TERMINAL_PHASES:
+                return
+            if self._state.phase == "finished" and not self._decisions:
                 return
             self._wake = False
             try:
                 await workflow.wait_condition(
                     lambda: self._wake or self._cancel is not None or self._history_full(),
-                    timeout=timedelta(seconds=self._settings.tend_interval),
+                    timeout=timedelta(seconds=self._interval()),
                 )
             except TimeoutError:
                 pass
@@ -106,6 +124,9 @@ class EvalRun:
                     lambda: workflow.all_handlers_finished() and not self._lock.locked()
                 )
                 workflow.continue_as_new(run_input.model_copy(update={"state": self._state}))
+
+    def _interval(self) -> float:
+        return effective_interval(self._state.phase, self._settings.tend_interval)
 
     @staticmethod
     def _history_full() -> bool:
@@ -123,7 +144,8 @@ class EvalRun:
 
     @tend.validator
     def _validate_tend(self) -> None:
-        if self._state.phase in ("finished", "cancelled", "failed", "cancelling"):
+        ended = ("signed_off", "cancelled", "failed", "cancelling")
+        if self._state.phase in ended or (self._state.phase == "finished" and not self._decisions):
             raise ApplicationError(f"The run is {self._state.phase}; there is nothing to tend.")
         if self._state.phase == "capturing":
             raise ApplicationError("The run is still resolving its tasks; try again in a moment.")
@@ -160,6 +182,185 @@ class EvalRun:
         if self._cancel is None:
             self._cancel = request
             self._journal("cancel requested", reason=request.reason, by=request.by)
+
+    @workflow.update
+    async def rule(self, request: RuleRequest) -> RuleResult:
+        """Answer a decision: an agent's verdict on an error class is a proposal (the operator
+        rules on it); the operator's rules. Effects are carried out by the next tend (now)."""
+        state = self._state
+        result = decisions.apply_rule(
+            state.triage,
+            request,
+            self._settings.rules,
+            now=workflow.now(),
+            tend=state.tend_count,
+        )
+        self._journal(
+            "proposed" if result.effect == "proposed" else "ruled",
+            decision=result.decision_id,
+            error_class=result.class_id,
+            verdict=request.verdict,
+            by=request.by,
+            role=request.role,
+            reason=request.reason,
+            raised=result.raised,
+        )
+        cls = state.triage.find_class(result.class_id)
+        if cls is not None and cls.kind == "stalled_task" and result.effect == "ruled":
+            task = state.task(cls.instances[-1].anomaly.task)
+            if request.verdict == "retry":
+                task.phase, task.fruitless = "pending", 0
+            else:
+                task.phase = "given_up"
+        self._wake = True
+        return result
+
+    @rule.validator
+    def _validate_rule(self, request: RuleRequest) -> None:
+        if self._state.phase in TERMINAL_PHASES:
+            raise ApplicationError(f"The run is {self._state.phase}; there is nothing to rule on.")
+        problem = decisions.rule_problem(self._state.triage, request, self._settings.rules)
+        if problem:
+            raise ApplicationError(problem)
+
+    @workflow.query
+    def collect_view(self, since: int) -> CollectView:
+        triage = self._state.triage
+        return CollectView(
+            decisions=[self._decision_view(d) for d in triage.decisions if d.open],
+            classes=[
+                {
+                    "id": c.id,
+                    "kind": c.kind,
+                    "title": c.title,
+                    "signature": c.signature,
+                    "state": c.state,
+                    "instances": len(c.instances),
+                    "proposal": c.proposal.model_dump(mode="json") if c.proposal else None,
+                    "ruling": c.ruling.model_dump(mode="json") if c.ruling else None,
+                }
+                for c in triage.classes
+            ],
+            events=[e for e in self._state.pending_journal if e.seq > since],
+            cursor=self._state.journal_seq,
+            policies=self._settings.rules.policies,
+            phase=self._state.phase,
+            unattended=any(d.routed for d in triage.open_decisions()),
+        )
+
+    def _decision_view(self, decision: decisions.Decision) -> dict[str, Any]:
+        cls = self._state.triage.find_class(decision.class_id)
+        instances = cls.instances if cls else []
+        return {
+            "id": decision.id,
+            "kind": decision.kind,
+            "owner": decision.owner,
+            "routed": decision.routed,
+            "verdicts": decision.verdicts,
+            "question": decision.question,
+            "class": decision.class_id,
+            "raised_at": decision.raised_at.isoformat(),
+            "instances": [
+                {
+                    "task": i.anomaly.task_name,
+                    "sample_id": i.anomaly.sample_id,
+                    "epoch": i.anomaly.epoch,
+                    "detail": i.anomaly.detail,
+                    "tool": i.anomaly.tool,
+                }
+                for i in instances[-20:]
+            ],
+        }
+
+    @workflow.signal
+    def collected(self, request: PauseRequest) -> None:
+        """An agent looked (`steward collect`): its items stay its own for two more tends."""
+        self._state.triage.last_collect_tend = self._state.tend_count
+
+    @workflow.update
+    async def signoff(self, request: SignoffRequest) -> Signoff:
+        """Sign the run off: curate the log dir, finalize journal and status, stop tending."""
+        assert self._input is not None
+        async with self._lock:
+            blockers = self._signoff_blockers()
+            if blockers:
+                raise ApplicationError(
+                    "Signoff refused: " + "; ".join(blockers) + ".", non_retryable=True
+                )
+            state = self._state
+            keep = [t.log for t in state.tasks if t.log and t.phase == "complete"]
+            curated: CurateResult = await self._activity(
+                "curate_logs",
+                CurateRequest(
+                    workspace=self._input.workspace,
+                    log_dir=state.log_dir,
+                    keep=keep,
+                    publish=request.publish,
+                ),
+                result_type=CurateResult,
+                timeout=timedelta(minutes=10),
+            )
+            state.signoff = Signoff(
+                by=request.by,
+                at=workflow.now(),
+                publish=request.publish,
+                published=curated.published,
+                archived=curated.archived,
+                logs=keep,
+            )
+            state.phase, state.next_tend_at = "signed_off", None
+            self._journal(
+                "signed off",
+                by=request.by,
+                logs=len(keep),
+                archived=curated.archived,
+                published=curated.published,
+                publish_problem=curated.problem,
+            )
+            state.outbox.append(
+                Notice(
+                    kind="signed_off",
+                    text=f"Signed off by {request.by}: {state.samples_done}/"
+                    f"{state.samples_total} samples in {len(keep)} log(s)."
+                    + (f" Published {len(curated.published)}." if curated.published else ""),
+                )
+            )
+            await self._flush_outbox()
+            await self._write_workspace()
+            self._upsert_visibility()
+            self._wake = True
+            return state.signoff
+
+    @signoff.validator
+    def _validate_signoff(self, request: SignoffRequest) -> None:
+        if not self._decisions:
+            raise ApplicationError("This run predates signoff; it ends on its own when finished.")
+        if not request.by.strip():
+            raise ApplicationError("Signoff needs a name: pass --by NAME.")
+        blockers = self._signoff_blockers()
+        if blockers:
+            raise ApplicationError("Signoff refused: " + "; ".join(blockers) + ".")
+
+    def _signoff_blockers(self) -> list[str]:
+        state = self._state
+        if state.phase in ("signed_off", "cancelled", "failed", "cancelling", "capturing"):
+            return [f"the run is {state.phase}"]
+        return decisions.signoff_blockers(
+            state.triage,
+            open_tasks=[
+                t.spec.name for t in state.tasks if t.phase not in ("complete", "given_up")
+            ],
+            unscanned=bool(self._unscanned_logs()),
+            scan_problem=state.scan_problem,
+        )
+
+    def _unscanned_logs(self) -> list[str]:
+        state = self._state
+        return [
+            t.log
+            for t in state.tasks
+            if t.phase == "complete" and t.log and t.log not in state.scanned_logs
+        ]
 
     # ---------------------------------------------------------------- steps
     @property
@@ -206,18 +407,33 @@ class EvalRun:
         summary = TendSummary(
             tend=state.tend_count + 1, at=workflow.now(), phase=state.phase, paused=state.paused
         )
-        if state.phase in ("finished", "cancelled", "failed", "cancelling"):
+        if state.phase in ("signed_off", "cancelled", "failed", "cancelling"):
+            return summary
+        if state.phase == "finished" and not self._decisions:
             return summary
 
-        observation: Observation = await self._activity(
-            "observe_run",
-            ObserveRequest(
-                log_dir=state.log_dir,
-                workers=list(state.workers.values()),
-                tasks=[t.spec for t in policy.open_tasks(state)],
-            ),
-            result_type=Observation,
+        request = ObserveRequest(
+            log_dir=state.log_dir,
+            workers=list(state.workers.values()),
+            tasks=[t.spec for t in policy.open_tasks(state)],
         )
+        try:
+            observation: Observation = await self._activity(
+                "observe_run",
+                request,
+                result_type=Observation,
+                attempts=3 if self._decisions else None,
+            )
+        except ActivityError as err:
+            # A tend that cannot see the run changes nothing; the operator hears once per reason.
+            summary.problem = f"observing the run failed: {_cause(err)}"
+            self._journal("tend failed", problem=summary.problem)
+            notice = notices.tend_problem_notice(state, summary.problem)
+            if notice is not None:
+                state.outbox.append(notice)
+            await self._flush_outbox()
+            await self._write_workspace()
+            return summary
         outcome = policy.apply_observation(state, observation, self._settings.stall_after)
         for worker_id in outcome.exited_workers:
             self._journal("worker exited", worker=worker_id)
@@ -245,21 +461,34 @@ class EvalRun:
         # Runs started before the ramp existed replay without it (tests/histories keeps one).
         if workflow.patched("ramp-v1"):
             await self._ramp(observation)
+        if self._decisions:
+            await self._triage(outcome.stalled, summary)
 
         state.phase = policy.run_phase(state)
         for group in policy.plan_spawns(state, self._settings):
             summary.spawned.extend(await self._spawn(group))
 
         state.phase = policy.run_phase(state)
-        if state.phase == "finished":
+        if state.phase == "finished" and state.finished_at is None:
             state.finished_at = workflow.now()
             self._journal("finished", samples=state.samples_done, tasks=len(state.tasks))
+            if self._decisions:
+                open_items = len(state.triage.open_decisions())
+                state.outbox.append(
+                    Notice(
+                        kind="finished",
+                        text=f"Finished: {state.samples_done}/{state.samples_total} samples; "
+                        f"{open_items} decision(s) open. Sign off with `steward signoff --by NAME`.",
+                    )
+                )
+        elif state.phase != "finished":
+            state.finished_at = None
         state.tend_count = summary.tend  # counted when done, so status never shows a tend half-way
         state.last_tend_at = workflow.now()
         state.next_tend_at = (
             None
-            if state.phase == "finished"
-            else workflow.now() + timedelta(seconds=self._settings.tend_interval)
+            if state.phase == "finished" and not self._decisions
+            else workflow.now() + timedelta(seconds=self._interval())
         )
         summary.phase, summary.paused = state.phase, state.paused
         summary.samples_done, summary.samples_total = state.samples_done, state.samples_total
@@ -271,9 +500,198 @@ class EvalRun:
             samples_total=summary.samples_total,
             spawned=summary.spawned,
         )
+        if self._decisions:
+            state.outbox.extend(notices.decision_notices(state))
+            heartbeat = notices.heartbeat_notice(state, self._settings.heartbeat, workflow.now())
+            if heartbeat is not None:
+                state.outbox.append(heartbeat)
+            await self._flush_outbox()
         await self._write_workspace()
         self._upsert_visibility()
         return summary
+
+    async def _triage(self, stalled: list[str], summary: TendSummary) -> None:
+        """Group what went wrong into classes, raise decisions, apply what was ruled, and scan
+        the transcripts once every task is settled."""
+        assert self._input is not None
+        state, tend = self._state, self._state.tend_count + 1
+        anomalies = [
+            Anomaly(
+                kind="stalled_task",
+                task=identifier,
+                task_name=state.task(identifier).spec.name,
+                uuid=f"attempt-{state.task(identifier).attempts}",
+                detail=f"{state.task(identifier).fruitless} worker deaths without progress",
+            )
+            for identifier in stalled
+        ]
+        try:
+            anomalies += await self._activity(
+                "observe_anomalies",
+                AnomalyRequest(
+                    workspace=self._input.workspace,
+                    log_dir=state.log_dir,
+                    tasks=[t.spec for t in state.tasks],
+                    workers=list(state.workers.values()),
+                    stuck_after=self._settings.stuck_after,
+                ),
+                result_type=list[Anomaly],
+                attempts=3,
+            )
+        except ActivityError as err:
+            summary.problem = f"finding anomalies failed: {_cause(err)}"
+            self._journal("tend failed", problem=summary.problem)
+        self._absorb(anomalies, summary)
+        for decision_id in decisions.route_unattended(state.triage, tend):
+            self._journal("routed to operator", decision=decision_id, reason="no agent collected")
+        await self._apply_rulings(summary)
+        if not policy.open_tasks(state) and self._unscanned_logs():
+            await self._scan(summary)
+
+    def _absorb(self, anomalies: list[Anomaly], summary: TendSummary) -> None:
+        state = self._state
+        outcome = decisions.absorb(
+            state.triage,
+            anomalies,
+            self._settings.rules,
+            now=workflow.now(),
+            tend=state.tend_count + 1,
+        )
+        for class_id in outcome.new_classes:
+            cls = state.triage.find_class(class_id)
+            assert cls is not None
+            self._journal("error class", error_class=cls.id, kind=cls.kind, title=cls.title)
+        for class_id, count in outcome.new_instances.items():
+            self._journal("anomalies", error_class=class_id, new=count)
+        for class_id in outcome.standing:
+            cls = state.triage.find_class(class_id)
+            assert cls is not None and cls.ruling is not None
+            self._journal(
+                "ruled by standing rule", error_class=class_id, verdict=cls.ruling.verdict
+            )
+        for decision_id in outcome.raised:
+            decision = state.triage.find_decision(decision_id)
+            assert decision is not None
+            summary.raised.append(decision_id)
+            self._journal(
+                "decision raised",
+                decision=decision_id,
+                owner=decision.owner,
+                question=decision.question,
+                verdicts=decision.verdicts,
+            )
+
+    async def _apply_rulings(self, summary: TendSummary) -> None:
+        assert self._input is not None
+        state = self._state
+        settled = {
+            t.spec.identifier: t.log
+            for t in state.tasks
+            if t.log
+            and t.worker_id not in state.workers  # its log is final: no process writes it
+            and t.phase in ("complete", "stalled", "given_up")
+        }
+        actions = decisions.pending_actions(state.triage, settled)
+        if not actions:
+            return
+        result: ApplyResult = await self._activity(
+            "apply_actions",
+            ApplyRequest(
+                workspace=self._input.workspace,
+                actions=actions,
+                workers=list(state.workers.values()),
+            ),
+            result_type=ApplyResult,
+            timeout=timedelta(minutes=5),
+        )
+        decisions.mark_applied(state.triage, result.done)
+        summary.applied += len(result.done)
+        applied: dict[tuple[str, str], int] = {}
+        for action in result.done:
+            key = (action.class_id, action.verdict)
+            applied[key] = applied.get(key, 0) + 1
+        for (class_id, verdict), count in applied.items():
+            self._journal("ruling applied", error_class=class_id, verdict=verdict, instances=count)
+        for identifier in result.rerun_tasks:
+            task = state.task(identifier)
+            task.phase, task.log_status, task.fruitless = "pending", None, 0
+            self._journal("rerun queued", task=task.spec.name, log=task.log)
+        if result.problems:
+            self._journal("ruling not applied", problems=result.problems)
+
+    async def _scan(self, summary: TendSummary) -> None:
+        """The scoring-integrity scan of the settled transcripts; findings become classes."""
+        assert self._input is not None
+        state = self._state
+        logs = self._unscanned_logs()
+        try:
+            findings: list[dict[str, Any]] = await self._activity(
+                "scan_transcripts",
+                {
+                    "log_paths": logs,
+                    "results_dir": f"{self._input.workspace}/.steward/scans",
+                    "scan_model": self._settings.scan_model,
+                    "scanners": self._settings.scanners,
+                    "cwd": self._input.workspace,
+                },
+                result_type=list[dict[str, Any]],
+                timeout=timedelta(minutes=30),
+                attempts=2,
+            )
+        except ActivityError as err:
+            problem = _cause(err)
+            if problem != state.scan_problem:
+                self._journal("scan failed", problem=problem)
+            state.scan_problem = problem
+            return
+        state.scan_problem = None
+        state.scanned_logs.extend(logs)
+        by_name = {t.spec.name: t.spec for t in state.tasks}
+        by_log = {t.log: t.spec for t in state.tasks if t.log}
+        anomalies = []
+        for finding in findings:
+            spec = by_log.get(finding.get("log")) or by_name.get(str(finding.get("task")))
+            if spec is None:
+                continue
+            anomalies.append(
+                Anomaly(
+                    kind="scan_finding",
+                    task=spec.identifier,
+                    task_name=spec.name,
+                    sample_id=str(finding.get("sample_id")),
+                    epoch=finding.get("epoch"),
+                    uuid=f"{finding.get('scanner')}:{finding.get('log')}",
+                    log=finding.get("log"),
+                    scanner=str(finding.get("scanner")),
+                    detail=str(finding.get("explanation") or "")[:500],
+                )
+            )
+        self._journal("scanned", logs=len(logs), findings=len(anomalies))
+        self._absorb(anomalies, summary)
+
+    async def _flush_outbox(self) -> None:
+        """Deliver everything due as one message; keep it for the next tend if that fails."""
+        assert self._input is not None
+        state = self._state
+        if not state.outbox:
+            return
+        title, body = notices.message(
+            self._input.workspace.rstrip("/").split("/")[-1], state.outbox
+        )
+        result: NotifyResult = await self._activity(
+            "notify",
+            NotifyRequest(workspace=self._input.workspace, title=title, body=body),
+            result_type=NotifyResult,
+            attempts=2,
+        )
+        if result.delivered:
+            self._journal("notified", kinds=sorted({n.kind for n in state.outbox}))
+        elif result.configured:
+            self._journal(
+                "notification not delivered", problem=result.problem, kept=len(state.outbox)
+            )
+            return
+        state.outbox = []
 
     async def _ramp(self, observation: Observation) -> None:
         """Move each task's sample concurrency by the ramp's rules and apply it live."""
@@ -449,8 +867,16 @@ class EvalRun:
         result_type: Any = None,
         timeout: timedelta | None = None,
         heartbeat: timedelta | None = None,
+        attempts: int | None = None,
     ) -> Any:
+        """Run an activity on the host queue. Without `attempts` it is retried until it
+        succeeds (the run waits for its host); with it, the caller handles the failure."""
         assert self._input is not None
+        retry = (
+            _RETRY
+            if attempts is None
+            else RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=attempts)
+        )
         return await workflow.execute_activity(
             name,
             arg,
@@ -459,7 +885,7 @@ class EvalRun:
             # Short: if the Steward worker dies mid-activity, the retry should come soon.
             start_to_close_timeout=timeout or timedelta(seconds=60),
             heartbeat_timeout=heartbeat,
-            retry_policy=_RETRY,
+            retry_policy=retry,
         )
 
     def _journal(self, event: str, **data: Any) -> None:
@@ -502,3 +928,8 @@ class EvalRun:
                 TOTAL_KEY.value_set(state.samples_total),
             ]
         )
+
+
+def _cause(err: ActivityError) -> str:
+    cause = err.cause
+    return str(cause.message if isinstance(cause, ApplicationError) else cause or err)

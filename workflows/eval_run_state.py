@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from .contracts import RunState
 
 
@@ -13,3 +15,27 @@ def visible_state(state: RunState) -> str:
 def describe_state(state: RunState) -> str:
     word = visible_state(state)
     return {"stalled": "stalled (needs a decision)"}.get(word, word)
+
+
+def effective_interval(phase: str, tend_interval: float) -> float:
+    """A finished run waiting for signoff has nothing to converge: it tends at least every
+    10 minutes (commands wake it at once)."""
+    return max(tend_interval, 600.0) if phase == "finished" else tend_interval
+
+
+def unsupervised(state: RunState, tend_interval: float, now: datetime) -> str | None:
+    """Why the run is unsupervised (no tend for two intervals: the Steward worker is down),
+    or None. Judged by the reader against its own clock: a stopped workflow cannot say so."""
+    if (
+        state.phase in ("signed_off", "cancelled", "failed", "capturing")
+        or state.last_tend_at is None
+    ):
+        return None
+    interval = effective_interval(state.phase, tend_interval)
+    idle = (now - state.last_tend_at).total_seconds()
+    if idle <= 2 * interval:
+        return None
+    return (
+        f"unsupervised: no tend for {int(idle)} s (more than two {int(interval)} s intervals); "
+        "is the Steward worker running? (`steward worker status`)"
+    )

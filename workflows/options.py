@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from .decisions import StandingRules
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 RulingVerb = Literal["rerun", "exclude", "zero", "score"]
@@ -194,3 +196,13 @@ def option_sections() -> list[tuple[str, str, Any, str]]:
             (str(extra.get("section", "Other")), name, field.default, field.description or "")
         )
     return rows
+
+
+def standing_rules(options: StewardOptions) -> StandingRules:
+    """The standing decision rules an options set names (policies always as a list)."""
+    policies = options.policies
+    return StandingRules(
+        preauthorized=dict(options.preauthorized or {}),
+        stuck_cancel=options.stuck_cancel or False,
+        policies=[policies] if isinstance(policies, str) else list(policies or []),
+    )

@@ -118,11 +118,12 @@ def plan_spawns(state: RunState, settings: RunSettings) -> list[list[TaskState]]
 
 
 def run_phase(state: RunState) -> RunPhase:
-    """running while anything is open; finished when every task is complete; else stalled."""
-    if state.phase in ("cancelling", "cancelled", "failed"):
+    """running while anything is open; finished when every task is complete or given up;
+    else stalled (a task waits on a decision)."""
+    if state.phase in ("cancelling", "cancelled", "failed", "signed_off"):
         return state.phase
     if open_tasks(state):
         return "running"
-    if all(t.phase == "complete" for t in state.tasks):
+    if all(t.phase in ("complete", "given_up") for t in state.tasks):
         return "finished"
     return "stalled"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .contracts import RunStatus, TaskState
+from .contracts import RunState, RunStatus, TaskState
 from .eval_run_state import describe_state
 from .options import format_duration
 
@@ -76,4 +76,39 @@ def render_status_markdown(status: RunStatus) -> str:
             f"| {row['errored']} | {row['in_flight']} "
             f"| {row['max_samples']}{' (pinned)' if row['pinned'] else ''} | {row['attempts']} |"
         )
+    lines += _decision_lines(state)
     return "\n".join(lines) + "\n"
+
+
+def _decision_lines(state: RunState) -> list[str]:
+    triage = state.triage
+    lines: list[str] = []
+    open_decisions = triage.open_decisions()
+    if open_decisions:
+        lines += ["", "## Needs a decision", ""]
+        for d in open_decisions:
+            owner = "agent, routed to you" if d.routed else d.owner
+            lines.append(
+                f"- **{d.id}** ({owner}): {d.question} — `steward rule {d.id} "
+                f"<{'|'.join(d.verdicts)}>`"
+            )
+    if triage.classes:
+        lines += [
+            "",
+            "## Error classes",
+            "",
+            "| class | kind | what | instances | state | ruling |",
+            "|---|---|---|---|---|---|",
+        ]
+        for c in triage.classes:
+            ruling = f"{c.ruling.verdict} by {c.ruling.by}" if c.ruling else "—"
+            lines.append(
+                f"| {c.id} | {c.kind} | {c.title} | {len(c.instances)} | {c.state} | {ruling} |"
+            )
+    if state.signoff:
+        lines += [
+            "",
+            f"**Signed off** by {state.signoff.by} at {_when(state.signoff.at)}: "
+            f"{len(state.signoff.logs)} log(s).",
+        ]
+    return lines

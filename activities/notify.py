@@ -1,0 +1,58 @@
+"""Deliver a notification through Apprise.
+
+The destination (`notification` / `STEWARD_NOTIFICATION`: Apprise URLs, or an Apprise config
+file) is read here, from the workspace's options, every time: it holds secrets (tokens in the
+URL), so it never travels through the workflow's history, the journal or status.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from temporalio import activity
+
+from workflows.contracts import NotifyRequest, NotifyResult
+
+from .options import OptionsError, load_options
+
+# Apprise logs the services it reaches; keep URLs (secrets) out of the worker's log.
+logging.getLogger("apprise").setLevel(logging.CRITICAL)
+
+
+def destinations(workspace: Path) -> list[str]:
+    value = load_options(workspace).notification
+    if not value:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def deliver(targets: list[str], title: str, body: str) -> bool:
+    import apprise
+
+    notifier = apprise.Apprise()
+    for target in targets:
+        path = Path(target).expanduser()
+        if "://" not in target and path.is_file():
+            config = apprise.AppriseConfig()
+            config.add(str(path))
+            notifier.add(config)
+        else:
+            notifier.add(target)
+    if len(notifier) == 0:
+        return False
+    return bool(notifier.notify(title=title, body=body))
+
+
+@activity.defn(name="notify")
+def notify(request: NotifyRequest) -> NotifyResult:
+    try:
+        targets = destinations(Path(request.workspace))
+    except OptionsError as err:
+        return NotifyResult(configured=True, delivered=False, problem=str(err))
+    if not targets:
+        return NotifyResult(configured=False, delivered=False)
+    if deliver(targets, request.title, request.body):
+        return NotifyResult(configured=True, delivered=True)
+    # Never echo the destination: it may carry a token.
+    return NotifyResult(configured=True, delivered=False, problem="delivery failed")

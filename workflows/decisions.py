@@ -1,0 +1,550 @@
+"""Triage and decisions: anomalies grouped into classes, decisions raised on them, rulings
+validated and turned into actions, standing rules applied. Pure: no I/O, no clocks (the caller
+passes `now`), so the workflow decides with it and the tests check it without Temporal.
+
+A class moves open -> proposed -> ruled -> resolved (its actions applied) or accepted (accept /
+dismiss, nothing to apply). Each class has at most one open decision at a time.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["agent", "operator"]
+AnomalyKind = Literal[
+    "sample_error",  # a sample errored
+    "rerun_failed",  # a sample re-run by a ruling errored again
+    "all_zero",  # a complete task scored zero on every sample
+    "scan_finding",  # the scoring-integrity scan flagged a transcript
+    "stuck_sample",  # no activity for stuck_after
+    "stalled_task",  # given up after stall_after fruitless respawns
+    "approval",  # a tool call waiting for a human
+]
+ClassState = Literal["open", "proposed", "ruled", "resolved", "accepted"]
+
+SAMPLE_VERDICTS = ["rerun", "exclude", "zero", "score", "accept", "dismiss"]
+VERDICTS: dict[str, list[str]] = {
+    "sample_error": SAMPLE_VERDICTS,
+    "rerun_failed": SAMPLE_VERDICTS,
+    "scan_finding": SAMPLE_VERDICTS,
+    "all_zero": ["rerun", "accept", "dismiss"],
+    "stuck_sample": ["cancel_tool", "retry", "cancel", "dismiss"],
+    "stalled_task": ["retry", "give_up"],
+    "approval": ["approve", "reject", "terminate"],
+}
+# Kinds an agent proposes on and the operator rules; the rest are the operator's alone.
+PROPOSABLE = {"sample_error", "scan_finding", "all_zero"}
+# Verdicts that change a log, per instance: they wait until the task's log is final.
+LOG_VERDICTS = {"rerun", "exclude", "zero"}
+# Verdicts that act on a live worker or a waiting approval.
+LIVE_VERDICTS = {"cancel_tool", "retry", "cancel", "approve", "reject", "terminate"}
+
+
+def needs_effect(kind: str, verdict: str) -> bool:
+    """Whether a verdict is carried out by an activity (else it is recorded, or the workflow
+    itself applies it: a stalled task's retry / give up)."""
+    return kind != "stalled_task" and verdict in LOG_VERDICTS | LIVE_VERDICTS
+
+
+def state_after(kind: str, verdict: str) -> ClassState:
+    if verdict in ("accept", "dismiss"):
+        return "accepted"
+    return "ruled" if needs_effect(kind, verdict) else "resolved"
+
+
+class Anomaly(BaseModel):
+    """One problem a tend observed (an activity reports these; the policy groups them)."""
+
+    kind: AnomalyKind
+    task: str  # task identifier
+    task_name: str
+    sample_id: str | None = None
+    epoch: int | None = None
+    uuid: str | None = None  # what makes this occurrence itself: sample uuid, approval id, ...
+    log: str | None = None
+    error_type: str | None = None
+    frame: str | None = None  # deepest meaningful frame, "pkg/module.py:function"
+    detail: str = ""  # message, explanation, tool arguments (truncated)
+    tool: str | None = None  # stuck tool call / approval tool
+    scanner: str | None = None
+
+    @property
+    def sample_ref(self) -> str:
+        return f"{self.task}#{self.sample_id}@{self.epoch}"
+
+    @property
+    def key(self) -> str:
+        """What makes an occurrence itself: the same errored sample (uuid) read again — after a
+        restart, or from the log a re-run supersedes — is the same instance."""
+        kind = "sample_error" if self.kind == "rerun_failed" else self.kind
+        return f"{kind}/{self.sample_ref}/{self.uuid or ''}"
+
+
+class Ruling(BaseModel):
+    verdict: str
+    reason: str = ""
+    by: str = ""
+    role: Role = "operator"
+    at: datetime | None = None
+    standing: str | None = None  # the standing rule that made it, when one did
+
+
+class Instance(BaseModel):
+    key: str
+    anomaly: Anomaly
+    applied: str | None = None  # verdict whose effect is done for it
+    applied_log: str | None = None  # the log the effect was written into
+
+
+class ErrorClass(BaseModel):
+    id: str
+    kind: AnomalyKind
+    signature: str
+    title: str
+    instances: list[Instance] = Field(default_factory=list)
+    state: ClassState = "open"
+    proposal: Ruling | None = None
+    ruling: Ruling | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.state in ("resolved", "accepted")
+
+
+class Decision(BaseModel):
+    id: str
+    class_id: str
+    kind: AnomalyKind
+    owner: Role
+    verdicts: list[str]
+    question: str
+    raised_at: datetime
+    raised_tend: int
+    routed: bool = False  # an agent's item routed to the operator too (no agent looked)
+    notified: bool = False
+    answer: Ruling | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.answer is None
+
+    @property
+    def for_operator(self) -> bool:
+        return self.owner == "operator" or self.routed
+
+
+class StandingRules(BaseModel):
+    preauthorized: dict[str, str] = Field(default_factory=dict)  # class pattern -> verdict
+    stuck_cancel: bool | list[str] = False
+    policies: list[str] = Field(default_factory=list)
+
+
+class Triage(BaseModel):
+    """The decision side of a run's state."""
+
+    classes: list[ErrorClass] = Field(default_factory=list)
+    decisions: list[Decision] = Field(default_factory=list)
+    decision_counter: int = 0
+    last_collect_tend: int | None = None  # tend count when an agent last collected
+    reruns: dict[str, str] = Field(default_factory=dict)  # sample_ref -> class id it was re-run by
+
+    def find_class(self, class_id: str) -> ErrorClass | None:
+        return next((c for c in self.classes if c.id == class_id), None)
+
+    def find_decision(self, decision_id: str) -> Decision | None:
+        return next((d for d in self.decisions if d.id == decision_id), None)
+
+    def open_decisions(self) -> list[Decision]:
+        return [d for d in self.decisions if d.open]
+
+
+# ---------------------------------------------------------------- signatures
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>\S+)')
+# Plumbing between the code that failed and the code that reported it: never "meaningful".
+_PLUMBING = ("/asyncio/", "/anyio/", "/tenacity/", "/concurrent/", "/sniffio/", "/exceptiongroup/")
+
+
+def _is_stdlib(path: str) -> bool:
+    return "/lib/python3" in path and "-packages/" not in path
+
+
+def frame_label(path: str) -> str:
+    """A frame's file without the machine: after site-packages, else its last two parts."""
+    if "-packages/" in path:
+        return path.split("-packages/", 1)[1]
+    return "/".join(path.replace("\\", "/").split("/")[-2:])
+
+
+def deepest_frame(traceback: str) -> str | None:
+    frames = [
+        (m["path"], m["func"])
+        for m in _FRAME.finditer(traceback)
+        if not _is_stdlib(m["path"]) and not any(p in m["path"] for p in _PLUMBING)
+    ]
+    if not frames:
+        return None
+    path, func = frames[-1]
+    return f"{frame_label(path)}:{func}"
+
+
+def error_type_of(traceback: str, message: str) -> str:
+    """The exception's class name (without its module) from the traceback's last line."""
+    for text in (traceback, message):
+        lines = [ln.strip(" |+-") for ln in text.strip().splitlines() if ln.strip(" |+-")]
+        if lines:
+            head = lines[-1].split(":", 1)[0].strip()
+            if re.fullmatch(r"[\w.]+", head):
+                return head.rsplit(".", 1)[-1]
+    return "Error"
+
+
+def signature_of(anomaly: Anomaly) -> str:
+    """The stable grouping key: what went wrong and where, never line numbers or free text."""
+    match anomaly.kind:
+        case "sample_error" | "rerun_failed":
+            return f"{anomaly.kind}:{anomaly.error_type or 'Error'}@{anomaly.frame or '?'}"
+        case "scan_finding":
+            return f"scan_finding:{anomaly.scanner}"
+        case "stuck_sample":
+            return f"stuck_sample:{anomaly.tool or 'model'}"
+        case "all_zero" | "stalled_task":
+            return f"{anomaly.kind}:{anomaly.task}"
+        case "approval":
+            return f"approval:{anomaly.uuid}"
+    raise ValueError(anomaly.kind)
+
+
+def class_id_of(signature: str) -> str:
+    return "c-" + hashlib.sha1(signature.encode()).hexdigest()[:8]
+
+
+def title_of(anomaly: Anomaly) -> str:
+    match anomaly.kind:
+        case "sample_error":
+            return f"{anomaly.error_type} in {anomaly.frame or 'unknown frame'}"
+        case "rerun_failed":
+            return f"re-run failed again: {anomaly.error_type} in {anomaly.frame or '?'}"
+        case "scan_finding":
+            return f"scan `{anomaly.scanner}` flagged transcripts"
+        case "stuck_sample":
+            return f"samples stuck in {anomaly.tool or 'a model call'}"
+        case "all_zero":
+            return f"{anomaly.task_name}: every sample scored zero"
+        case "stalled_task":
+            return f"{anomaly.task_name}: given up after repeated worker deaths"
+        case "approval":
+            return f"{anomaly.task_name} sample {anomaly.sample_id} asks to run `{anomaly.tool}`"
+    raise ValueError(anomaly.kind)
+
+
+# ---------------------------------------------------------------- grouping
+class TriageOutcome(BaseModel):
+    new_classes: list[str] = Field(default_factory=list)
+    new_instances: dict[str, int] = Field(default_factory=dict)  # class id -> count
+    raised: list[str] = Field(default_factory=list)  # decision ids
+    standing: list[str] = Field(default_factory=list)  # class ids ruled by a standing rule
+
+
+def absorb(
+    triage: Triage,
+    anomalies: list[Anomaly],
+    rules: StandingRules,
+    *,
+    now: datetime,
+    tend: int,
+) -> TriageOutcome:
+    """Group anomalies into classes (in place); raise decisions for what needs judgement.
+
+    An anomaly seen before (same key) adds nothing, so a restart never double-counts. A sample
+    that errors again after a rerun ruling is a `rerun_failed` anomaly: the operator decides.
+    """
+    outcome = TriageOutcome()
+    known = {i.key for c in triage.classes for i in c.instances}
+    for anomaly in anomalies:
+        if anomaly.kind == "sample_error" and anomaly.sample_ref in triage.reruns:
+            anomaly = anomaly.model_copy(update={"kind": "rerun_failed"})
+        if anomaly.key in known:
+            continue
+        known.add(anomaly.key)
+        signature = signature_of(anomaly)
+        cls = triage.find_class(class_id_of(signature))
+        if cls is None:
+            cls = ErrorClass(
+                id=class_id_of(signature),
+                kind=anomaly.kind,
+                signature=signature,
+                title=title_of(anomaly),
+            )
+            triage.classes.append(cls)
+            outcome.new_classes.append(cls.id)
+        cls.instances.append(Instance(key=anomaly.key, anomaly=anomaly))
+        outcome.new_instances[cls.id] = outcome.new_instances.get(cls.id, 0) + 1
+        if cls.kind == "stalled_task" and cls.settled:
+            cls.state, cls.ruling = "open", None  # stalled again after a retry: ask again
+        elif cls.settled and cls.ruling is not None:
+            # A ruled class rules its later instances too: back to "ruled" until applied.
+            if needs_effect(cls.kind, cls.ruling.verdict):
+                cls.state = "ruled"
+
+    for cls in triage.classes:
+        if cls.id not in outcome.new_instances or cls.ruling is not None:
+            continue
+        verdict = standing_verdict(cls, rules)
+        if verdict is not None:
+            cls.ruling = Ruling(
+                verdict=verdict, by="standing rules", at=now, standing="preauthorized"
+            )
+            cls.state = state_after(cls.kind, verdict)
+            outcome.standing.append(cls.id)
+            for decision in triage.decisions:
+                if decision.class_id == cls.id and decision.open:
+                    decision.answer = cls.ruling
+            continue
+        if not any(d.class_id == cls.id and d.open for d in triage.decisions):
+            outcome.raised.append(_raise(triage, cls, rules, now=now, tend=tend).id)
+    return outcome
+
+
+def standing_verdict(cls: ErrorClass, rules: StandingRules) -> str | None:
+    """The preauthorized verdict for a class, if a pattern names its signature or title."""
+    if cls.kind not in VERDICTS or cls.kind in ("approval", "stalled_task"):
+        return None
+    for pattern, verdict in rules.preauthorized.items():
+        if verdict not in VERDICTS[cls.kind]:
+            continue
+        if any(fnmatch.fnmatchcase(text, pattern) for text in (cls.signature, cls.title, cls.id)):
+            return verdict
+    return None
+
+
+def stuck_cancel_allowed(rules: StandingRules, tool: str | None) -> bool:
+    if tool is None:
+        return False
+    if isinstance(rules.stuck_cancel, bool):
+        return rules.stuck_cancel
+    return tool in rules.stuck_cancel
+
+
+def _owner(cls: ErrorClass, rules: StandingRules) -> Role:
+    if cls.kind in PROPOSABLE and cls.state == "open":
+        return "agent"
+    if cls.kind == "stuck_sample" and stuck_cancel_allowed(rules, cls.instances[0].anomaly.tool):
+        return "agent"
+    return "operator"
+
+
+def _question(cls: ErrorClass) -> str:
+    count = len(cls.instances)
+    if cls.state == "proposed" and cls.proposal is not None:
+        proposal = cls.proposal
+        return (
+            f"Rule on {cls.title} ({count} instance(s)); proposed {proposal.verdict} by "
+            f"{proposal.by or 'the agent'}" + (f": {proposal.reason}" if proposal.reason else "")
+        )
+    if cls.kind in PROPOSABLE:
+        return f"Propose what to do about {cls.title} ({count} instance(s))."
+    return f"Decide: {cls.title}."
+
+
+def _raise(
+    triage: Triage, cls: ErrorClass, rules: StandingRules, *, now: datetime, tend: int
+) -> Decision:
+    triage.decision_counter += 1
+    decision = Decision(
+        id=f"d-{triage.decision_counter}",
+        class_id=cls.id,
+        kind=cls.kind,
+        owner=_owner(cls, rules),
+        verdicts=list(VERDICTS[cls.kind]),
+        question=_question(cls),
+        raised_at=now,
+        raised_tend=tend,
+    )
+    triage.decisions.append(decision)
+    return decision
+
+
+# ---------------------------------------------------------------- rulings
+class RuleRequest(BaseModel):
+    decision_id: str
+    verdict: str
+    reason: str = ""
+    by: str = ""
+    role: Role = "operator"
+
+
+class RuleResult(BaseModel):
+    decision_id: str
+    class_id: str
+    verdict: str
+    effect: Literal["proposed", "ruled"]
+    raised: str | None = None  # the operator decision a proposal raised
+
+
+def rule_problem(triage: Triage, request: RuleRequest, rules: StandingRules) -> str | None:
+    """Why a ruling is refused (one sentence), or None when it may be applied."""
+    decision = triage.find_decision(request.decision_id)
+    if decision is None:
+        known = ", ".join(d.id for d in triage.open_decisions()) or "none"
+        return f"No decision {request.decision_id!r}; open decisions: {known}."
+    if not decision.open:
+        return (
+            f"Decision {decision.id} was already answered ({decision.answer.verdict} by "  # type: ignore[union-attr]
+            f"{decision.answer.by or 'someone'}); nothing changed."  # type: ignore[union-attr]
+        )
+    if request.verdict not in decision.verdicts:
+        return (
+            f"{request.verdict!r} is not a verdict for decision {decision.id}; "
+            f"allowed: {', '.join(decision.verdicts)}."
+        )
+    if request.role == "agent" and decision.owner == "operator":
+        return (
+            f"Decision {decision.id} is the operator's to rule; an agent may not "
+            f"(ask the operator, or propose on an agent decision)."
+        )
+    if request.role == "agent" and decision.kind == "stuck_sample":
+        if request.verdict != "cancel_tool":
+            return f"An agent may only cancel_tool on {decision.id}; {request.verdict} is the operator's."
+    return None
+
+
+def apply_rule(
+    triage: Triage, request: RuleRequest, rules: StandingRules, *, now: datetime, tend: int
+) -> RuleResult:
+    """Apply a validated ruling (in place). An agent's verdict on a proposable class is a
+    proposal that raises the operator's decision; everything else rules the class."""
+    decision = triage.find_decision(request.decision_id)
+    assert decision is not None
+    cls = triage.find_class(decision.class_id)
+    assert cls is not None
+    ruling = Ruling(
+        verdict=request.verdict, reason=request.reason, by=request.by, role=request.role, at=now
+    )
+    decision.answer = ruling
+    if request.role == "agent" and cls.kind in PROPOSABLE:
+        cls.proposal, cls.state = ruling, "proposed"
+        raised = _raise(triage, cls, rules, now=now, tend=tend)
+        return RuleResult(
+            decision_id=decision.id,
+            class_id=cls.id,
+            verdict=request.verdict,
+            effect="proposed",
+            raised=raised.id,
+        )
+    cls.ruling = ruling
+    cls.state = state_after(cls.kind, request.verdict)
+    for other in triage.decisions:  # one answer closes the class's other open items
+        if other.class_id == cls.id and other.open:
+            other.answer = ruling
+    return RuleResult(
+        decision_id=decision.id, class_id=cls.id, verdict=request.verdict, effect="ruled"
+    )
+
+
+# ---------------------------------------------------------------- actions
+class Action(BaseModel):
+    """One effect a ruling asks for, for the apply activity."""
+
+    class_id: str
+    instance: str  # instance key
+    verdict: str
+    anomaly: Anomaly
+    by: str
+    reason: str
+
+
+def pending_actions(triage: Triage, settled_logs: dict[str, str]) -> list[Action]:
+    """The effects ruled but not yet done. Log edits wait until the task's log is final
+    (`settled_logs`: task identifier -> its final log; a running task is absent); an exclusion
+    or zero re-applies when the sample's task got a newer log since."""
+    actions = []
+    for cls in triage.classes:
+        ruling = cls.ruling
+        if ruling is None or cls.state != "ruled" or not needs_effect(cls.kind, ruling.verdict):
+            continue
+        for instance in cls.instances:
+            anomaly = instance.anomaly
+            if ruling.verdict in LOG_VERDICTS:
+                log = settled_logs.get(anomaly.task)
+                if log is None:
+                    continue
+                if instance.applied == ruling.verdict and (
+                    ruling.verdict == "rerun" or instance.applied_log == log
+                ):
+                    continue
+                anomaly = anomaly.model_copy(update={"log": log})
+            elif instance.applied == ruling.verdict:
+                continue
+            actions.append(
+                Action(
+                    class_id=cls.id,
+                    instance=instance.key,
+                    verdict=ruling.verdict,
+                    anomaly=anomaly,
+                    by=ruling.by,
+                    reason=ruling.reason,
+                )
+            )
+    return actions
+
+
+def mark_applied(triage: Triage, done: list[Action]) -> None:
+    """Record done effects (in place); a class whose instances are all done is resolved."""
+    for action in done:
+        cls = triage.find_class(action.class_id)
+        if cls is None:
+            continue
+        for instance in cls.instances:
+            if instance.key == action.instance:
+                instance.applied, instance.applied_log = action.verdict, action.anomaly.log
+        if action.verdict == "rerun":
+            triage.reruns[action.anomaly.sample_ref] = cls.id
+    for cls in triage.classes:
+        if cls.state == "ruled" and cls.ruling is not None:
+            if all(i.applied == cls.ruling.verdict for i in cls.instances):
+                cls.state = "resolved"
+
+
+# ---------------------------------------------------------------- routing and blockers
+def route_unattended(triage: Triage, tend: int) -> list[str]:
+    """If no agent collected during the last two tends, the agent's open items go to the
+    operator too. Returns the ids newly routed."""
+    looked = triage.last_collect_tend
+    routed = []
+    for decision in triage.open_decisions():
+        if decision.owner != "agent" or decision.routed:
+            continue
+        since = max(decision.raised_tend, looked or 0)
+        if tend - since >= 2:
+            decision.routed = True
+            routed.append(decision.id)
+    return routed
+
+
+def signoff_blockers(
+    triage: Triage, *, open_tasks: list[str], unscanned: bool, scan_problem: str | None
+) -> list[str]:
+    blockers = []
+    if open_tasks:
+        blockers.append(f"tasks not complete or settled: {', '.join(open_tasks)}")
+    unruled = [c.id for c in triage.classes if c.state in ("open", "proposed")]
+    if unruled:
+        blockers.append(f"error classes not ruled: {', '.join(unruled)}")
+    open_items = [d.id for d in triage.open_decisions()]
+    if open_items:
+        blockers.append(f"decisions open: {', '.join(open_items)}")
+    unapplied = [c.id for c in triage.classes if c.state == "ruled"]
+    if unapplied:
+        blockers.append(f"rulings not yet applied: {', '.join(unapplied)}")
+    if unscanned:
+        blockers.append(
+            "transcripts not scanned yet"
+            + (f" (last attempt: {scan_problem})" if scan_problem else "")
+        )
+    return blockers
