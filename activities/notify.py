@@ -20,11 +20,21 @@ from .options import OptionsError, load_options
 logging.getLogger("apprise").setLevel(logging.CRITICAL)
 
 
+# workspace -> its destinations as last read: a broken _steward.yaml must not silence the
+# message that says so. (In memory only: secrets are never written down.)
+_last_known: dict[str, list[str]] = {}
+
+
 def destinations(workspace: Path) -> list[str]:
-    value = load_options(workspace).notification
-    if not value:
-        return []
-    return [value] if isinstance(value, str) else list(value)
+    try:
+        value = load_options(workspace).notification
+    except OptionsError:
+        if str(workspace) in _last_known:
+            return _last_known[str(workspace)]
+        raise
+    found = [] if not value else [value] if isinstance(value, str) else list(value)
+    _last_known[str(workspace)] = found
+    return found
 
 
 def deliver(targets: list[str], title: str, body: str) -> bool:

@@ -238,7 +238,15 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
 
 @activity.defn(name="observe_run")
 def observe_run(request: ObserveRequest) -> Observation:
-    return observe_run_sync(request)
+    observation = observe_run_sync(request)
+    if request.anomalies is not None:
+        from .triage import observe_anomalies_sync
+
+        try:
+            observation.anomalies = observe_anomalies_sync(request.anomalies)
+        except Exception as err:  # progress still counts; anomalies are looked for next tend
+            observation.anomaly_problem = f"{type(err).__name__}: {err}"
+    return observation
 
 
 def apply_setpoints_sync(request: SetpointRequest) -> list[str]:

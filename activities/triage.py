@@ -20,7 +20,7 @@ from temporalio import activity
 from workflows.contracts import AnomalyRequest, ApplyRequest, ApplyResult, TaskSpec, WorkerProcess
 from workflows.decisions import Action, Anomaly, deepest_frame, error_type_of
 
-from .observe import _client, _local_path, control_get, logs_by_identifier
+from .observe import _client, _local_path, _pool, control_get, logs_by_identifier
 from .processes import is_alive
 
 DETAIL_LIMIT = 500
@@ -215,16 +215,11 @@ def observe_anomalies_sync(request: AnomalyRequest) -> list[Anomaly]:
         zero = all_zero(newest.path, spec) if newest.status == "success" else None
         if zero is not None:
             found.append(zero)
-    for worker in request.workers:
-        if is_alive(worker.pid, worker.create_time):
-            found.extend(stuck_samples(worker, specs, request.stuck_after))
+    live = [w for w in request.workers if is_alive(w.pid, w.create_time)]
+    for stuck in _pool.map(lambda w: stuck_samples(w, specs, request.stuck_after), live):
+        found.extend(stuck)
     found.extend(pending_approvals(request.workspace, specs))
     return found
-
-
-@activity.defn(name="observe_anomalies")
-def observe_anomalies(request: AnomalyRequest) -> list[Anomaly]:
-    return observe_anomalies_sync(request)
 
 
 # ---------------------------------------------------------------- applying
@@ -311,27 +306,45 @@ def _answer_approval(workspace: str, action: Action) -> None:
 
 
 def _act_on_sample(workers: list[WorkerProcess], action: Action) -> str | None:
-    """Cancel a stuck tool call, or cancel / retry a stuck sample, in its live worker."""
+    """In the sample's live worker: cancel a stuck tool call (`cancel_tool`), cancel the
+    sample (`cancel`), or cancel it and queue it to run again (`retry`)."""
     anomaly = action.anomaly
-    eval_id = anomaly.log
+    eval_id = anomaly.log  # a stuck sample's anomaly carries its eval id here
     worker = next((w for w in workers if anomaly.task in w.tasks), None)
     if worker is None or not Path(worker.socket).exists():
         return None  # the worker is gone, and the sample with it
-    params = {"sample_id": anomaly.sample_id, "epoch": anomaly.epoch}
-    path = {
-        "cancel_tool": f"/evals/{eval_id}/sample/cancel-tool-call",
-        "retry": f"/evals/{eval_id}/sample/cancel",
-        "cancel": f"/evals/{eval_id}/sample/cancel",
-    }[action.verdict]
-    if action.verdict != "cancel_tool":
-        params["action"] = "error" if action.verdict == "retry" else "cancel"
+    client = _client(worker.socket)
+    params: dict[str, Any] = {"sample_id": anomaly.sample_id, "epoch": anomaly.epoch}
     try:
-        response = _client(worker.socket).post(path, params=params, timeout=5.0)
+        if action.verdict == "cancel_tool":
+            response = client.post(
+                f"/evals/{eval_id}/sample/cancel-tool-call", params=params, timeout=5.0
+            )
+        else:
+            response = client.post(
+                f"/evals/{eval_id}/sample/cancel",
+                params={**params, "action": "cancel"},
+                timeout=5.0,
+            )
+            if action.verdict == "retry" and response.status_code < 400:
+                response = _requeue(client, eval_id, params)
     except httpx.HTTPError as err:
         return f"{action.verdict} {anomaly.sample_ref}: {err}"
     if response.status_code >= 400 and response.status_code != 404:
         return f"{action.verdict} {anomaly.sample_ref}: HTTP {response.status_code}"
     return None
+
+
+def _requeue(client: httpx.Client, eval_id: str | None, params: dict) -> httpx.Response:
+    """Queue a just-cancelled sample again; the cancel lands asynchronously, so a 409 (still
+    running) is asked again for a few seconds."""
+    response = client.post(f"/evals/{eval_id}/sample/requeue", params=params, timeout=5.0)
+    for _ in range(20):
+        if response.status_code != 409:
+            break
+        time.sleep(0.5)
+        response = client.post(f"/evals/{eval_id}/sample/requeue", params=params, timeout=5.0)
+    return response
 
 
 def apply_actions_sync(request: ApplyRequest, workers: list[WorkerProcess]) -> ApplyResult:

@@ -13,7 +13,6 @@ from typing import Annotated
 
 import typer
 
-from worker.workspace import read_journal
 from workflows.contracts import (
     TERMINAL_PHASES,
     CancelRequest,
@@ -317,6 +316,8 @@ def collect(
         view = await handle.query("collect_view", since, result_type=CollectView)
         await handle.signal("collected", PauseRequest(by=_who("")))
         return view
+
+    from worker.workspace import read_journal
 
     view = asyncio.run(go())
     events = {e["seq"]: e for e in read_journal(ctx.workspace, since)}

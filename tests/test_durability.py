@@ -46,7 +46,7 @@ def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
     workspace = make_workspace(
         steward,
         workspace_root,
-        {"victim": 24, "bystander": 8},
+        {"victim": 60, "bystander": 8},
         options="samples_ramp: [2, 2]\ntend_interval: 1h\n",
         dotenv=SLOW,
     )
@@ -80,7 +80,7 @@ def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
         "victim": 2,
         "bystander": 1,
     }
-    assert_each_sample_once(workspace, {"victim": 24, "bystander": 8})
+    assert_each_sample_once(workspace, {"victim": 60, "bystander": 8})
     # Resume reused what the killed worker had logged: those samples keep their uuids (a re-run
     # sample would get a new one), and the killed worker's log was tidied away.
     final = next((workspace / "logs").glob("*victim*.eval"))

@@ -22,7 +22,7 @@ from activities.observe import apply_setpoints, observe_run
 from activities.options import read_ramp_settings
 from activities.processes import spawn_worker, stop_workers
 from activities.scan import scan_transcripts_activity
-from activities.triage import apply_actions, observe_anomalies
+from activities.triage import apply_actions
 from activities.workspace_files import curate_logs, tidy_logs, write_workspace
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.eval_run import EvalRun
@@ -35,7 +35,6 @@ ACTIVITIES = [
     capture_definition,
     curate_logs,
     notify,
-    observe_anomalies,
     observe_run,
     read_ramp_settings,
     scan_transcripts_activity,

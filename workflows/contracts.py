@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from .decisions import Action, StandingRules, Triage
+from .decisions import Action, Anomaly, StandingRules, Triage
 from .ramp import RampReading
 
 SEARCH_ATTRIBUTES: dict[str, str] = {
@@ -124,11 +124,14 @@ class ObserveRequest(BaseModel):
     log_dir: str
     workers: list[WorkerProcess]
     tasks: list[TaskSpec]  # the tasks not yet complete
+    anomalies: AnomalyRequest | None = None  # also look for anomalies (one activity, not two)
 
 
 class Observation(BaseModel):
     alive: dict[str, bool] = Field(default_factory=dict)  # worker_id -> alive
     tasks: dict[str, TaskObservation] = Field(default_factory=dict)
+    anomalies: list[Anomaly] | None = None  # when asked; None: not looked for
+    anomaly_problem: str | None = None  # looking failed (the rest of the observation stands)
 
 
 class StopRequest(BaseModel):
@@ -214,6 +217,7 @@ class RunState(BaseModel):
     pending_journal: list[JournalEvent] = Field(default_factory=list)
     triage: Triage = Field(default_factory=Triage)
     outbox: list[Notice] = Field(default_factory=list)  # notifications not yet delivered
+    notify_problem: str | None = None  # why the last delivery failed (journalled on change)
     tend_problems: list[str] = Field(default_factory=list)  # reasons already notified
     last_heartbeat_at: datetime | None = None
     scanned_logs: list[str] = Field(default_factory=list)
@@ -402,3 +406,4 @@ class CollectView(BaseModel):
 
 RunState.model_rebuild()
 RunInput.model_rebuild()
+ObserveRequest.model_rebuild()

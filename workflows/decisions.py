@@ -42,6 +42,7 @@ VERDICTS: dict[str, list[str]] = {
 PROPOSABLE = {"sample_error", "scan_finding", "all_zero"}
 # Verdicts that change a log, per instance: they wait until the task's log is final.
 LOG_VERDICTS = {"rerun", "exclude", "zero"}
+EDITS = {"exclude", "zero"}  # score edits, re-applied when a task's log is replaced
 # Verdicts that act on a live worker or a waiting approval.
 LIVE_VERDICTS = {"cancel_tool", "retry", "cancel", "approve", "reject", "terminate"}
 
@@ -285,8 +286,8 @@ def absorb(
             outcome.new_classes.append(cls.id)
         cls.instances.append(Instance(key=anomaly.key, anomaly=anomaly))
         outcome.new_instances[cls.id] = outcome.new_instances.get(cls.id, 0) + 1
-        if cls.kind == "stalled_task" and cls.settled:
-            cls.state, cls.ruling = "open", None  # stalled again after a retry: ask again
+        if cls.settled and _asks_again(cls):
+            cls.state, cls.ruling = "open", None
         elif cls.settled and cls.ruling is not None:
             # A ruled class rules its later instances too: back to "ruled" until applied.
             if needs_effect(cls.kind, cls.ruling.verdict):
@@ -309,6 +310,17 @@ def absorb(
         if not any(d.class_id == cls.id and d.open for d in triage.decisions):
             outcome.raised.append(_raise(triage, cls, rules, now=now, tend=tend).id)
     return outcome
+
+
+def _asks_again(cls: ErrorClass) -> bool:
+    """A task stalled again after a retry, or a sample stuck again after a retry or cancel, is
+    asked about again (repeating the verdict unasked could loop forever); a cancelled stuck
+    tool call is not."""
+    if cls.kind == "stalled_task":
+        return True
+    return cls.kind == "stuck_sample" and (
+        cls.ruling is None or cls.ruling.verdict != "cancel_tool"
+    )
 
 
 def standing_verdict(cls: ErrorClass, rules: StandingRules) -> str | None:
@@ -466,7 +478,10 @@ def pending_actions(triage: Triage, settled_logs: dict[str, str]) -> list[Action
     actions = []
     for cls in triage.classes:
         ruling = cls.ruling
-        if ruling is None or cls.state != "ruled" or not needs_effect(cls.kind, ruling.verdict):
+        if ruling is None or not needs_effect(cls.kind, ruling.verdict):
+            continue
+        # A resolved exclusion or zero is looked at again: its task may have a newer log now.
+        if cls.state != "ruled" and not (cls.state == "resolved" and ruling.verdict in EDITS):
             continue
         for instance in cls.instances:
             anomaly = instance.anomaly
@@ -528,7 +543,12 @@ def route_unattended(triage: Triage, tend: int) -> list[str]:
 
 
 def signoff_blockers(
-    triage: Triage, *, open_tasks: list[str], unscanned: bool, scan_problem: str | None
+    triage: Triage,
+    *,
+    open_tasks: list[str],
+    unscanned: bool,
+    scan_problem: str | None,
+    settled_logs: dict[str, str] | None = None,
 ) -> list[str]:
     blockers = []
     if open_tasks:
@@ -539,9 +559,10 @@ def signoff_blockers(
     open_items = [d.id for d in triage.open_decisions()]
     if open_items:
         blockers.append(f"decisions open: {', '.join(open_items)}")
-    unapplied = [c.id for c in triage.classes if c.state == "ruled"]
+    unapplied = {c.id for c in triage.classes if c.state == "ruled"}
+    unapplied |= {a.class_id for a in pending_actions(triage, settled_logs or {})}
     if unapplied:
-        blockers.append(f"rulings not yet applied: {', '.join(unapplied)}")
+        blockers.append(f"rulings not yet applied: {', '.join(sorted(unapplied))}")
     if unscanned:
         blockers.append(
             "transcripts not scanned yet"

@@ -64,9 +64,12 @@ _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=tim
 
 @workflow.defn(name="EvalRun")
 class EvalRun:
-    def __init__(self) -> None:
-        self._input: RunInput | None = None
-        self._state = RunState()
+    @workflow.init
+    def __init__(self, run_input: RunInput) -> None:
+        # From the input, not in run(): a command can arrive in the very first activation of a
+        # continued-as-new run, before run() starts, and must see the carried state.
+        self._input: RunInput | None = run_input
+        self._state = run_input.state if run_input.state is not None else RunState()
         self._lock = asyncio.Lock()
         self._wake = False
         self._cancel: CancelRequest | None = None
@@ -352,7 +355,19 @@ class EvalRun:
             ],
             unscanned=bool(self._unscanned_logs()),
             scan_problem=state.scan_problem,
+            settled_logs=self._settled_logs(),
         )
+
+    def _settled_logs(self) -> dict[str, str]:
+        """task identifier -> its final log, for tasks no process is writing to."""
+        state = self._state
+        return {
+            t.spec.identifier: t.log
+            for t in state.tasks
+            if t.log
+            and t.worker_id not in state.workers
+            and t.phase in ("complete", "stalled", "given_up")
+        }
 
     def _unscanned_logs(self) -> list[str]:
         state = self._state
@@ -416,6 +431,15 @@ class EvalRun:
             log_dir=state.log_dir,
             workers=list(state.workers.values()),
             tasks=[t.spec for t in policy.open_tasks(state)],
+            anomalies=AnomalyRequest(
+                workspace=self._input.workspace,
+                log_dir=state.log_dir,
+                tasks=[t.spec for t in state.tasks],
+                workers=list(state.workers.values()),
+                stuck_after=self._settings.stuck_after,
+            )
+            if self._decisions
+            else None,
         )
         try:
             observation: Observation = await self._activity(
@@ -462,7 +486,7 @@ class EvalRun:
         if workflow.patched("ramp-v1"):
             await self._ramp(observation)
         if self._decisions:
-            await self._triage(outcome.stalled, summary)
+            await self._triage(observation, outcome.stalled, summary)
 
         state.phase = policy.run_phase(state)
         for group in policy.plan_spawns(state, self._settings):
@@ -510,10 +534,11 @@ class EvalRun:
         self._upsert_visibility()
         return summary
 
-    async def _triage(self, stalled: list[str], summary: TendSummary) -> None:
+    async def _triage(
+        self, observation: Observation, stalled: list[str], summary: TendSummary
+    ) -> None:
         """Group what went wrong into classes, raise decisions, apply what was ruled, and scan
         the transcripts once every task is settled."""
-        assert self._input is not None
         state, tend = self._state, self._state.tend_count + 1
         anomalies = [
             Anomaly(
@@ -525,21 +550,9 @@ class EvalRun:
             )
             for identifier in stalled
         ]
-        try:
-            anomalies += await self._activity(
-                "observe_anomalies",
-                AnomalyRequest(
-                    workspace=self._input.workspace,
-                    log_dir=state.log_dir,
-                    tasks=[t.spec for t in state.tasks],
-                    workers=list(state.workers.values()),
-                    stuck_after=self._settings.stuck_after,
-                ),
-                result_type=list[Anomaly],
-                attempts=3,
-            )
-        except ActivityError as err:
-            summary.problem = f"finding anomalies failed: {_cause(err)}"
+        anomalies += observation.anomalies or []
+        if observation.anomaly_problem:
+            summary.problem = f"finding anomalies failed: {observation.anomaly_problem}"
             self._journal("tend failed", problem=summary.problem)
         self._absorb(anomalies, summary)
         for decision_id in decisions.route_unattended(state.triage, tend):
@@ -584,14 +597,7 @@ class EvalRun:
     async def _apply_rulings(self, summary: TendSummary) -> None:
         assert self._input is not None
         state = self._state
-        settled = {
-            t.spec.identifier: t.log
-            for t in state.tasks
-            if t.log
-            and t.worker_id not in state.workers  # its log is final: no process writes it
-            and t.phase in ("complete", "stalled", "given_up")
-        }
-        actions = decisions.pending_actions(state.triage, settled)
+        actions = decisions.pending_actions(state.triage, self._settled_logs())
         if not actions:
             return
         result: ApplyResult = await self._activity(
@@ -687,11 +693,13 @@ class EvalRun:
         if result.delivered:
             self._journal("notified", kinds=sorted({n.kind for n in state.outbox}))
         elif result.configured:
-            self._journal(
-                "notification not delivered", problem=result.problem, kept=len(state.outbox)
-            )
+            if result.problem != state.notify_problem:
+                self._journal(
+                    "notification not delivered", problem=result.problem, kept=len(state.outbox)
+                )
+            state.notify_problem = result.problem
             return
-        state.outbox = []
+        state.outbox, state.notify_problem = [], None
 
     async def _ramp(self, observation: Observation) -> None:
         """Move each task's sample concurrency by the ramp's rules and apply it live."""
@@ -708,6 +716,18 @@ class EvalRun:
                 self._journal(
                     "options unreadable", problem=fresh.problem, kept=self._settings.samples_ramp
                 )
+                notice = notices.tend_problem_notice(state, f"options unreadable: {fresh.problem}")
+                if notice is not None and self._decisions:
+                    state.outbox.append(notice)
+        if fresh.rules is not None and self._decisions:
+            # Standing rules, heartbeat and stuck_after follow _steward.yaml edits at once.
+            self._input.settings = self._settings.model_copy(
+                update={
+                    "rules": fresh.rules,
+                    "heartbeat": fresh.heartbeat,
+                    "stuck_after": fresh.stuck_after or self._settings.stuck_after,
+                }
+            )
         if fresh.samples_ramp is not None and fresh.samples_ramp != self._settings.samples_ramp:
             self._journal(
                 "ramp range changed", previous=self._settings.samples_ramp, now=fresh.samples_ramp
