@@ -23,7 +23,9 @@ demo: setup
 	printf 'tend_interval: 5s\n' >> $(DEMO)/_steward.yaml
 	cd $(DEMO) && ../$(BIN)/steward launch
 	cd $(DEMO) && ../$(BIN)/steward status --wait
-	@echo "The finished workspace is in $(DEMO)/ (status.md, journal.jsonl, logs/)."
+	cd $(DEMO) && ../$(BIN)/steward collect
+	cd $(DEMO) && ../$(BIN)/steward signoff --by demo
+	@echo "The signed-off workspace is in $(DEMO)/ (status.md, journal.jsonl, logs/)."
 
 test: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -199,3 +199,40 @@ def assert_each_sample_once(workspace: Path, expected: dict[str, int]) -> None:
     for task, ids in samples.items():
         assert len(set(ids)) == len(ids), f"{task} has a sample twice"
     assert len(list((workspace / "logs").glob("*.eval"))) == len(expected)
+
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+def replay(history: Any, record_as: str | None = None) -> None:
+    """Replay a workflow history against today's EvalRun (a non-determinism error fails);
+    with STEWARD_RECORD_HISTORY=1, also keep it in tests/histories as `record_as`."""
+    import asyncio
+    import os
+
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from worker.temporal_worker import workflow_runner
+    from workflows.eval_run import EvalRun
+
+    replayer = Replayer(
+        workflows=[EvalRun],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    asyncio.run(replayer.replay_workflow(history))
+    if record_as and os.environ.get("STEWARD_RECORD_HISTORY"):
+        (HISTORIES / f"{record_as}.json").write_text(history.to_json())
+
+
+def fetch_history(steward: Steward, workflow_id: str) -> Any:
+    import asyncio
+
+    from temporalio.client import Client
+
+    async def go() -> Any:
+        client = await Client.connect(f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}")
+        return await client.get_workflow_handle(workflow_id).fetch_history()
+
+    return asyncio.run(go())

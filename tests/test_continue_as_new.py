@@ -15,7 +15,7 @@ def test_state_survives_continue_as_new(steward, workspace_root):
         workspace_root,
         {"long": 30},
         options="samples_ramp: [2, 2]\ntend_interval: 1h\n",
-        dotenv="STEWARD_OFFLINE_DELAY=3\n",
+        dotenv="STEWARD_OFFLINE_DELAY=1.5\n",
     )
     first = steward.ok("launch", cwd=workspace)
     steward.ok("pause", "--reason", "kept across continue-as-new", cwd=workspace)

@@ -206,3 +206,41 @@ def test_signoff_blockers_listed_all_at_once():
     assert (
         decisions.signoff_blockers(triage, open_tasks=[], unscanned=False, scan_problem=None) == []
     )
+
+
+def test_unsupervised_after_two_intervals_without_a_tend():
+    from datetime import timedelta
+
+    from workflows.contracts import RunState
+    from workflows.eval_run_state import unsupervised
+
+    state = RunState(phase="running", last_tend_at=NOW)
+    assert unsupervised(state, 60, NOW + timedelta(seconds=119)) is None
+    warning = unsupervised(state, 60, NOW + timedelta(seconds=121))
+    assert warning and "unsupervised" in warning and "steward worker" in warning
+    # A finished run waiting for signoff tends at least every 10 minutes.
+    assert unsupervised(state.model_copy(update={"phase": "finished"}), 60, NOW + timedelta(seconds=121)) is None  # fmt: skip
+    assert unsupervised(state.model_copy(update={"phase": "signed_off"}), 60, NOW + timedelta(days=1)) is None  # fmt: skip
+
+
+def test_notices_one_per_decision_heartbeat_due_and_problem_once():
+    from datetime import timedelta
+
+    from workflows import notices
+    from workflows.contracts import RunState
+
+    state = RunState(phase="running", started_at=NOW)
+    absorb(state.triage, [error(1)])
+    assert notices.decision_notices(state) == []  # the agent's item: not the operator's yet
+    decisions.route_unattended(state.triage, 5)
+    [notice] = notices.decision_notices(state)
+    assert "routed to you" in notice.text and "steward rule d-1" in notice.text
+    assert notices.decision_notices(state) == []  # told once
+    assert notices.heartbeat_notice(state, 3600, NOW + timedelta(minutes=59)) is None
+    assert notices.heartbeat_notice(state, 3600, NOW + timedelta(minutes=61)) is not None
+    assert notices.heartbeat_notice(state, 3600, NOW + timedelta(minutes=62)) is None
+    assert notices.heartbeat_notice(state, False, NOW + timedelta(days=1)) is None
+    assert notices.tend_problem_notice(state, "disk full") is not None
+    assert notices.tend_problem_notice(state, "disk full") is None
+    title, body = notices.message("ws", [notice])
+    assert title == "Steward · ws: 1 decision(s) need you" and "d-1" in body

@@ -4,12 +4,11 @@ refused, Apprise notifications over loopback, and signoff refused then accepted.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from pathlib import Path
 
-from .helpers import wait_for
+from .helpers import fetch_history, replay, wait_for
 from .receiver import Receiver
 
 DEFINITION = """from inspect_ai import Task, eval_set, task
@@ -79,16 +78,6 @@ def _log_of(workspace: Path, task: str) -> Path:
     return found[0]
 
 
-def _history_json(steward, workflow_id: str) -> str:
-    from temporalio.client import Client
-
-    async def go() -> str:
-        client = await Client.connect(f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}")
-        return (await client.get_workflow_handle(workflow_id).fetch_history()).to_json()
-
-    return asyncio.run(go())
-
-
 def test_two_error_classes_proposed_ruled_applied_and_signed_off(steward, workspace_root):
     with Receiver() as receiver:
         workspace = _workspace(steward, workspace_root, receiver)
@@ -143,6 +132,11 @@ def test_two_error_classes_proposed_ruled_applied_and_signed_off(steward, worksp
         assert proposed["raised"] in receiver.text() and excluded["raised"] in receiver.text()
         steward.ok("tend", cwd=workspace)
         assert sum("decision(s) need you" in t for t in receiver.titles()) == 1
+
+        nameless = steward("signoff", cwd=workspace)
+        assert nameless.code == 2 and "--by NAME" in nameless.stderr
+        unpublishable = steward("signoff", "--by", "norah", "--publish", cwd=workspace)
+        assert unpublishable.code == 2 and "log store" in unpublishable.stderr
 
         refused = steward("signoff", "--by", "norah", cwd=workspace)
         assert refused.code == 2
@@ -205,6 +199,18 @@ def test_two_error_classes_proposed_ruled_applied_and_signed_off(steward, worksp
         for text in (
             (workspace / "journal.jsonl").read_text(),
             (workspace / "status.md").read_text(),
-            _history_json(steward, workflow_id),
+            fetch_history(steward, workflow_id).to_json(),
+            (steward.data_dir() / "worker.log").read_text(),
         ):
             assert receiver.url not in text and f"127.0.0.1:{port}" not in text
+        # Rulings, collect and signoff replay deterministically (and are kept as a fixture).
+        replay(fetch_history(steward, workflow_id), record_as="eval_run_decisions_v1_rule_signoff")
+
+
+def test_runbook_and_agent_files_point_to_it(steward, workspace_root):
+    text = steward.ok("runbook")["runbook"]
+    assert "steward collect --since 0" in text and "--agent" in text
+    workspace = workspace_root / "ws"
+    steward.ok("init", str(workspace))
+    for name in ("AGENTS.md", "CLAUDE.md"):
+        assert "steward runbook" in (workspace / name).read_text()
