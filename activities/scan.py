@@ -296,6 +296,29 @@ def _is_positive(value: Any) -> bool:
     return not (isinstance(value, list | dict) and len(value) == 0)
 
 
+def resolve_scan_model(scan_model: str | bool | None, cwd: str | None) -> str | None:
+    """The seed's rule: a named model wins; unset, a SCOUT_SCAN_MODEL in the environment or the
+    workspace's `.env` chain is honoured; `false` ignores it. None means: each log's eval model."""
+    if scan_model is False:
+        return None
+    if scan_model:
+        return str(scan_model)
+    if os.environ.get("SCOUT_SCAN_MODEL"):
+        return os.environ["SCOUT_SCAN_MODEL"]
+    from dotenv import dotenv_values
+
+    start = Path(cwd or Path.cwd()).resolve()
+    for directory in [start, *start.parents]:  # nearest .env first
+        value = (
+            dotenv_values(directory / ".env").get("SCOUT_SCAN_MODEL")
+            if (directory / ".env").is_file()
+            else None
+        )
+        if value:
+            return value
+    return None
+
+
 async def scan_in_subprocess(request: dict) -> list[dict]:
     """Run `scan_transcripts` for `request` in a child process and return its findings.
 
@@ -310,7 +333,7 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
     child_request = {
         "log_paths": list(request["log_paths"]),
         "results_dir": str(results_dir),
-        "scan_model": request.get("scan_model"),
+        "scan_model": resolve_scan_model(request.get("scan_model"), request.get("cwd")),
         "scanners": list(request.get("scanners") or []),
         "cwd": str(Path(request.get("cwd") or Path.cwd()).resolve()),
     }

@@ -251,3 +251,30 @@ def test_stuck_sample_becomes_a_decision_and_is_cancelled(steward, workspace_roo
 
     wait_for(cancelled, timeout=60, interval=1.0, what="the stuck sample cancelled")
     steward.ok("cancel", "--reason", "test done", cwd=workspace)
+
+
+def test_preauthorized_class_is_applied_without_asking(steward, workspace_root):
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"auto": 3},
+        options='tend_interval: 1h\npreauthorized:\n  "*OfflineSampleFailure*": zero\n',
+        dotenv="STEWARD_OFFLINE_FAIL=auto-2\n",
+    )
+    steward.ok("launch", cwd=workspace)
+
+    def resolved():
+        steward("tend", cwd=workspace)
+        view = steward.ok("collect", cwd=workspace)
+        return view if view["classes"] and view["classes"][0]["state"] == "resolved" else None
+
+    view = wait_for(resolved, timeout=90, interval=1.0, what="the standing rule applied")
+    assert view["decisions"] == [] and view["classes"][0]["ruling"]["standing"] == "preauthorized"
+    from inspect_ai.log import read_eval_log
+
+    [log_path] = (workspace / "logs").glob("*.eval")
+    sample = next(s for s in read_eval_log(str(log_path)).samples if s.id == 2)
+    assert sample.error is not None and sample.scores["match"].value == 0
+    assert sample.scores["match"].history[-1].provenance.author == "standing rules"
+    steward.wait_phase(workspace, {"finished"}, tend=True)
+    assert steward.ok("signoff", "--by", "norah", cwd=workspace)["by"] == "norah"

@@ -218,3 +218,17 @@ async def test_the_activity_refuses_a_bad_spec_for_good(eval_log: str, tmp_path:
         )
     assert refused.value.type == "ScanRequestError" and refused.value.non_retryable
     assert "'nowhere.py@nothing'" in str(refused.value)
+
+
+def test_scan_model_resolution_follows_the_seed(tmp_path, monkeypatch):
+    from activities.scan import resolve_scan_model
+
+    monkeypatch.delenv("SCOUT_SCAN_MODEL", raising=False)
+    (tmp_path / ".env").write_text("SCOUT_SCAN_MODEL=steward/judge\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    assert resolve_scan_model("steward/named", str(workspace)) == "steward/named"
+    assert resolve_scan_model(None, str(workspace)) == "steward/judge"  # from a parent's .env
+    assert resolve_scan_model(False, str(workspace)) is None  # false: the eval model
+    monkeypatch.setenv("SCOUT_SCAN_MODEL", "steward/env")
+    assert resolve_scan_model(None, str(workspace)) == "steward/env"

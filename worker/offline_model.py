@@ -17,6 +17,9 @@ hashed into the task identifier):
                                  when the transcript inside the prompt matches, and a negative one
                                  (``ANSWER: no`` / ``ANSWER: 0``) when it does not. Unset, or for
                                  any other prompt, answers as above.
+
+The delay, fail, crash and rate-limit knobs act on eval samples only, never on a scanner's
+prompt (which quotes the transcript of the very sample told to fail).
 """
 
 from __future__ import annotations
@@ -114,6 +117,22 @@ class OfflineModel(ModelAPI):
         config: GenerateConfig,
     ) -> ModelOutput:
         prompt = _text_of(input)
+        # The fault knobs simulate an eval's own faults: a scanner reading the transcript of a
+        # sample told to fail must not fail with it.
+        if not _SCANNER_TRANSCRIPT.search(prompt):
+            await self._misbehave(prompt)
+        flag = os.environ.get("STEWARD_OFFLINE_FLAG")
+        verdict = scanner_verdict(prompt, flag) if flag else None
+        completion = verdict if verdict is not None else reply_for(prompt)
+        output = ModelOutput.from_content(model=self.model_name, content=completion)
+        output.usage = ModelUsage(
+            input_tokens=len(prompt.split()),
+            output_tokens=len(completion.split()),
+            total_tokens=len(prompt.split()) + len(completion.split()),
+        )
+        return output
+
+    async def _misbehave(self, prompt: str) -> None:
         delay = float(os.environ.get("STEWARD_OFFLINE_DELAY", "0") or 0)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -125,16 +144,6 @@ class OfflineModel(ModelAPI):
             raise OfflineSampleFailure(f"offline model told to fail on {fail!r}")
         if self._pushed_back(float(os.environ.get("STEWARD_OFFLINE_RATE_LIMIT", "0") or 0)):
             raise OfflineRateLimit("429 Too Many Requests (simulated)")
-        flag = os.environ.get("STEWARD_OFFLINE_FLAG")
-        verdict = scanner_verdict(prompt, flag) if flag else None
-        completion = verdict if verdict is not None else reply_for(prompt)
-        output = ModelOutput.from_content(model=self.model_name, content=completion)
-        output.usage = ModelUsage(
-            input_tokens=len(prompt.split()),
-            output_tokens=len(completion.split()),
-            total_tokens=len(prompt.split()) + len(completion.split()),
-        )
-        return output
 
     def _pushed_back(self, fraction: float) -> bool:
         """Deterministically push back on `fraction` of calls, evenly spread (reproducible)."""
