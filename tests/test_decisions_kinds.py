@@ -125,7 +125,7 @@ def test_stalled_task_retried_then_given_up(steward, workspace_root):
     steward.ok("launch", cwd=workspace)
     first = _open_decision(steward, workspace, "stalled_task")
     assert first["owner"] == "operator" and set(first["verdicts"]) == {"retry", "give_up"}
-    assert steward.status(workspace)["state"]["phase"] == "stalled"
+    steward.wait_phase(workspace, {"stalled"}, tend=True)  # once the steady task is done
 
     steward.ok("rule", first["id"], "retry", "--by", "norah", cwd=workspace)
     second = _open_decision(steward, workspace, "stalled_task")
@@ -225,6 +225,7 @@ def test_heartbeat_undelivered_retried_tend_problem_once_and_routing(steward, wo
         events = [e["event"] for e in _journal(workspace)]
         assert "routed to operator" in events
         steward.ok("cancel", "--reason", "test done", cwd=workspace)
+        wait_for(lambda: "Cancelled by" in receiver.text(), what="the cancel notification")
         assert receiver.url not in (workspace / "journal.jsonl").read_text()
 
 

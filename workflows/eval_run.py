@@ -875,6 +875,16 @@ class EvalRun:
             stopped=result.stopped_gracefully,
             killed=result.killed,
         )
+        if self._decisions:
+            state.outbox.append(
+                Notice(
+                    kind="cancelled",
+                    text=f"Cancelled by {self._cancel.by or 'someone'}: "
+                    f"{self._cancel.reason or 'no reason given'} "
+                    f"({state.samples_done}/{state.samples_total} samples).",
+                )
+            )
+            await self._flush_outbox()
         await self._write_workspace()
         self._upsert_visibility()
 
