@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from .capacity import SandboxSize
 from .decisions import Action, Anomaly, StandingRules, Triage
 from .ramp import RampReading
 
@@ -49,6 +50,7 @@ class TaskSpec(BaseModel):
     samples: int
     epochs: int = 1
     sandbox: str | None = None  # sandbox provider type ("docker", "local", "k8s", ...), None: none
+    sandbox_size: SandboxSize | None = None  # what one sample starts (None: the light default)
 
     @property
     def planned_samples(self) -> int:
