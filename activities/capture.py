@@ -12,6 +12,8 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.sandbox_size import sandbox_size
+from workflows.capacity import SandboxSize
 from workflows.contracts import Capture, CaptureRequest, TaskSpec
 
 CAPTURE_TIMEOUT_S = 600
@@ -24,6 +26,21 @@ class DefinitionError(Exception):
 def _last_error_line(stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     return lines[-1] if lines else "no output"
+
+
+def _sandbox_of(entry: object, workspace: str) -> tuple[str | None, SandboxSize | None]:
+    """A task's sandbox type and size from its sidecar entry: a bare type (older runners) or
+    {"type", "config", "task_dir"}; a task without a directory runs in the workspace."""
+    if isinstance(entry, str):
+        return entry, sandbox_size(entry, None, str(Path(workspace).resolve()))
+    if not isinstance(entry, dict) or not entry.get("type"):
+        return None, None
+    kind = str(entry["type"])
+    config = entry.get("config")
+    if not isinstance(config, str | dict):
+        config = None
+    task_dir = entry.get("task_dir") or str(Path(workspace).resolve())
+    return kind, sandbox_size(kind, config, task_dir)
 
 
 def capture_definition_sync(workspace: str, definition: str) -> Capture:
@@ -70,20 +87,23 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
         document = json.loads(manifest.read_text())
         sandboxes = json.loads(sandboxes_file.read_text()) if sandboxes_file.is_file() else {}
     options = document.get("options", {})
-    tasks = [
-        TaskSpec(
-            name=t["name"],
-            model=t["model"],
-            identifier=t["identifier"],
-            registry_name=t.get("registry_name"),
-            args_hash=t.get("args_hash"),
-            file=t.get("file"),
-            samples=t.get("samples") or 0,
-            epochs=t.get("epochs") or 1,
-            sandbox=sandboxes.get(t["identifier"]),
+    tasks = []
+    for t in document.get("tasks", []):
+        sandbox, size = _sandbox_of(sandboxes.get(t["identifier"]), workspace)
+        tasks.append(
+            TaskSpec(
+                name=t["name"],
+                model=t["model"],
+                identifier=t["identifier"],
+                registry_name=t.get("registry_name"),
+                args_hash=t.get("args_hash"),
+                file=t.get("file"),
+                samples=t.get("samples") or 0,
+                epochs=t.get("epochs") or 1,
+                sandbox=sandbox,
+                sandbox_size=size,
+            )
         )
-        for t in document.get("tasks", [])
-    ]
     if not tasks:
         raise DefinitionError(
             f"The definition {definition} resolved no tasks; pass eval_set() at least one."

@@ -25,6 +25,7 @@ from workflows.contracts import (
 )
 from workflows.ramp import RampCounters, RampReading
 
+from .cost import log_usage
 from .processes import is_alive
 
 SOCKET_TIMEOUT_S = 3.0
@@ -232,6 +233,8 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
             seen.ramp = ramp_reading(row)
         elif seen.log is not None:
             seen.progress, seen.source = progress_from_log(seen.log, spec.planned_samples), "log"
+        if seen.log is not None:
+            seen.usage = log_usage(seen.log)
         observation.tasks[spec.identifier] = seen
     return observation
 

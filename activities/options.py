@@ -128,4 +128,6 @@ def read_ramp_settings(request: RampSettingsRequest) -> RampSettings:
         rules=standing_rules(options),
         heartbeat=options.heartbeat,
         stuck_after=options.stuck_after,
+        prices=options.prices or {},
+        cost_cap=options.cost_cap,
     )

@@ -173,6 +173,10 @@ def launch(
         rules=standing_rules(ctx.options),
         scan_model=ctx.options.scan_model,
         scanners=ctx.options.scanners or [],
+        capacity_backend=ctx.options.capacity_backend,
+        kubernetes_namespace=ctx.options.kubernetes_namespace,
+        prices=ctx.options.prices or {},
+        cost_cap=ctx.options.cost_cap,
     )
     if docker_pools not in pools.CHOICES:
         raise bad_input(
@@ -507,15 +511,48 @@ def cancel(
     )
 
 
-@app.command(name="runs")
+runs_app = typer.Typer(help="Every run the Temporal server knows (list without a subcommand).")
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.callback(invoke_without_command=True)
+def runs_main(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Every run the Temporal server knows: workspace, state (queued ones with their place in
+    line and why), progress."""
+    if ctx.invoked_subcommand is None:
+        _list_runs(as_json=as_json)
+
+
 @command
-def list_runs(as_json: JsonOpt = False) -> None:
-    """Every run the Temporal server knows: workspace, state, progress."""
+def _list_runs(as_json: bool = False) -> None:
     options = runs.machine_options()
     target = runs.target_for(options)
     runs.ensure_services(target, options, quiet=as_json)
     rows = asyncio.run(runs.list_runs(target))
     emit(as_json, {"ok": True, "runs": rows}, lambda: render.print_runs(rows))
+
+
+@runs_app.command("delete")
+@command
+def runs_delete(
+    run: Annotated[
+        str | None,
+        typer.Argument(help="A workflow id or workspace directory (default: this workspace)."),
+    ] = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove a queued or ended run from the list (a queued one leaves the queue first).
+    The workspace's files and logs stay."""
+    options = runs.machine_options()
+    target = runs.target_for(options)
+    runs.ensure_services(target, options, quiet=as_json)
+    workflow_id = asyncio.run(runs.delete_run(target, run, _who(by)))
+    emit(
+        as_json,
+        {"ok": True, "deleted": workflow_id},
+        lambda: console.print(f"Deleted {workflow_id} from the list.", highlight=False),
+    )
 
 
 # ---------------------------------------------------------------- services

@@ -9,7 +9,7 @@ from rich.table import Table
 from workflows.contracts import RunStatus, TaskSpec, TendSummary
 from workflows.eval_run_state import describe_state, unsupervised
 from workflows.options import format_duration
-from workflows.status_view import task_rows
+from workflows.status_view import cost_line, task_rows
 
 from .output import console
 
@@ -44,6 +44,13 @@ def print_status(status: RunStatus) -> None:
         )
     if state.sandbox_budget is not None:
         console.print(f"sandbox budget: {state.sandbox_budget}", highlight=False)
+    spent = cost_line(state)
+    if spent:
+        console.print(f"cost: {spent}", highlight=False)
+    cap = state.capacity
+    if cap.domain_id is not None:
+        held = ", ".join(f"{k} {v:g}" for k, v in cap.held.items()) or "nothing"
+        console.print(f"capacity: {cap.backend}, holds {held}", highlight=False)
     if state.ramp_hold:
         console.print(
             f"[yellow]ramp held[/]: {state.ramp_hold_reason or 'no reason given'}", highlight=False
@@ -108,9 +115,14 @@ def print_runs(rows: list[dict]) -> None:
     for column in ("workspace", "state", "samples", "started", "workflow"):
         table.add_column(column, overflow="fold")
     for row in rows:
+        state = row["state"]
+        if row.get("position"):
+            state = f"queued · pos {row['position']}" + (
+                f" ({row['queue_reason']})" if row.get("queue_reason") else ""
+            )
         table.add_row(
             str(row["workspace"]),
-            row["state"],
+            state,
             f"{row['samples_done']}/{row['samples_total']}",
             (row["started"] or "")[:19],
             row["workflow_id"],

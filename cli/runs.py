@@ -16,6 +16,7 @@ from worker.workspace import (
     load_options,
     workflow_id_for,
 )
+from workflows.capacity import LedgerView
 from workflows.contracts import (
     SEARCH_ATTRIBUTES,
     SETTLED_PHASES,
@@ -161,6 +162,10 @@ async def start_run(ctx: Context, definition: str, settings: RunSettings, launch
             result_type=RunState,
         )
     except WorkflowAlreadyStartedError as err:
+        handle = client.get_workflow_handle(ctx.workflow_id, result_type=RunState)
+        status = await query_status(handle, ctx)
+        if status.state.phase == "queued":
+            return status  # one entry per run: launching it again adds nothing
         raise bad_input(
             f"A run is already live for {ctx.workspace} (workflow {ctx.workflow_id}); "
             "see `steward status`, and sign it off (`steward signoff --by NAME`) or "
@@ -172,7 +177,8 @@ async def start_run(ctx: Context, definition: str, settings: RunSettings, launch
         status = await query_status(handle, ctx)
         # Back to the user once the tasks are known and the first tend has spawned them.
         started = status.state.phase != "capturing" and status.state.tend_count > 0
-        if started or status.state.phase in TERMINAL_PHASES or loop.time() > deadline:
+        waiting = status.state.phase == "queued"
+        if started or waiting or status.state.phase in TERMINAL_PHASES or loop.time() > deadline:
             return status
         await asyncio.sleep(0.3)
 
@@ -182,7 +188,15 @@ async def query_status(handle, ctx: Context) -> RunStatus:
 
     description = await handle.describe()
     if description.status == WorkflowExecutionStatus.RUNNING:
-        return await handle.query("status", result_type=RunStatus)
+        status = await handle.query("status", result_type=RunStatus)
+        cap = status.state.capacity
+        if status.state.phase == "queued" and cap.domain_id:
+            # The place in line moves as runs ahead start: ask the ledger, not the run.
+            view = await ledger_view(await client_for(ctx.target), cap.domain_id)
+            if view is not None and ctx.workflow_id in view.positions:
+                cap.position = view.positions[ctx.workflow_id]
+                cap.reason = view.reasons.get(ctx.workflow_id, cap.reason)
+        return status
     if description.status == WorkflowExecutionStatus.COMPLETED:
         state = await handle.result()
     else:  # terminated, timed out or failed outside Steward's own handling
@@ -224,8 +238,29 @@ async def require_live(handle, ctx: Context) -> None:
         )
 
 
+async def ledger_view(client, domain_id: str) -> LedgerView | None:
+    try:
+        return await client.get_workflow_handle(domain_id).query("view", result_type=LedgerView)
+    except Exception:  # noqa: BLE001 - no ledger (yet): nobody queued there
+        return None
+
+
+async def ledger_views(client) -> list[LedgerView]:
+    views = []
+    query = "WorkflowType = 'CapacityLedger' AND ExecutionStatus = 'Running'"
+    async for execution in client.list_workflows(query):
+        view = await ledger_view(client, execution.id)
+        if view is not None:
+            views.append(view)
+    return views
+
+
 async def list_runs(target: Target) -> list[dict]:
     client = await client_for(target)
+    queue: dict[str, tuple[int, str]] = {}
+    for view in await ledger_views(client):
+        for run_id, place in view.positions.items():
+            queue[run_id] = (place, view.reasons.get(run_id, ""))
     rows = []
     # A run that continued as new is one run: list only the execution that carries it on.
     query = "WorkflowType = 'EvalRun' AND ExecutionStatus != 'ContinuedAsNew'"
@@ -248,6 +283,8 @@ async def list_runs(target: Target) -> list[dict]:
                 "samples_done": done,
                 "samples_total": total,
                 "started": execution.start_time.isoformat() if execution.start_time else None,
+                "position": queue.get(execution.id, (None, ""))[0],
+                "queue_reason": queue.get(execution.id, (None, ""))[1],
             }
         )
     return rows
@@ -270,3 +307,45 @@ async def wait_settled(handle, ctx: Context, quiet: bool = False) -> RunStatus:
         if state.phase in SETTLED_PHASES:
             return status
         await asyncio.sleep(1.0)
+
+
+async def delete_run(target: Target, run: str | None, by: str) -> str:
+    """Delete a queued or ended run's executions (a queued one is cancelled out of the queue
+    first); a live run is refused."""
+    from temporalio.api.common.v1 import WorkflowExecution
+    from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+    from temporalio.client import WorkflowExecutionStatus
+
+    from workflows.contracts import CancelRequest
+
+    client = await client_for(target)
+    workflow_id = run or ""
+    if not run or Path(run).is_dir():
+        ctx = load_context(Path(run) if run else None)
+        workflow_id = ctx.workflow_id
+    handle = client.get_workflow_handle(workflow_id, result_type=RunState)
+    try:
+        description = await handle.describe()
+    except Exception as err:  # noqa: BLE001 - NOT_FOUND and friends
+        raise bad_input(
+            f"No run {workflow_id} is known; see `steward runs` for the runs there are."
+        ) from err
+    if description.status == WorkflowExecutionStatus.RUNNING:
+        status = await handle.query("status", result_type=RunStatus)
+        if status.state.phase != "queued":
+            raise bad_input(
+                f"The run {workflow_id} is {status.state.phase}; cancel it (`steward cancel`) "
+                "or sign it off before deleting it from the list."
+            )
+        await handle.signal("cancel", CancelRequest(reason="deleted from the list", by=by))
+        await handle.result()
+    async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+        await client.workflow_service.delete_workflow_execution(
+            DeleteWorkflowExecutionRequest(
+                namespace=client.namespace,
+                workflow_execution=WorkflowExecution(
+                    workflow_id=execution.id, run_id=execution.run_id
+                ),
+            )
+        )
+    return workflow_id

@@ -25,11 +25,16 @@ SANDBOX_SIDECAR = "STEWARD_CAPTURE_SANDBOXES"
 
 
 def record_sandboxes(path: str) -> None:
-    """In capture mode, also write {task identifier: sandbox type} to `path`.
+    """In capture mode, also write {task identifier: its sandbox} to `path`.
+
+    Each value is None (no sandbox) or {"type", "config", "task_dir"}: `config` is the config
+    file as an absolute path, an inline ComposeConfig dumped to a mapping, or None (the
+    provider's own discovery in `task_dir`, the directory the task runs in). Capture sizes the
+    sandbox from these (activities/sandbox_size.py).
 
     Inspect's capture manifest does not carry a task's sandbox, which the sandbox budget needs
     before anything runs; the resolved tasks it is built from do. (Coupled to inspect_ai
-    0.3.285's `build_eval_set_capture`; tests/test_capture.py guards it.)
+    0.3.285's `build_eval_set_capture`; tests/test_sandbox_size.py's capture test guards it.)
     """
     import json
 
@@ -49,14 +54,79 @@ def record_sandboxes(path: str) -> None:
     evalset.build_eval_set_capture = build_and_record
 
 
-def _sandbox_type(task) -> str | None:  # type: ignore[no-untyped-def]
-    """The task's sandbox provider, or its samples' (the first that names one)."""
-    if task.sandbox is not None:
-        return task.sandbox.type
+def _sandbox_type(task) -> dict | None:  # type: ignore[no-untyped-def]
+    """The resolved task's sandbox, or its samples' (the first that names one), as
+    {"type", "config", "task_dir"}; a sample's own config of the task's type overrides the
+    task's, as Inspect does when it runs the sample."""
+    spec = _as_spec(task.sandbox)
     for sample in task.task.dataset:
-        spec = sample.sandbox
-        if spec:
-            return spec if isinstance(spec, str) else getattr(spec, "type", None) or str(spec[0])
+        sample_spec = _as_spec(sample.sandbox)
+        if sample_spec is None:
+            continue
+        if spec is None:
+            spec = sample_spec
+        elif sample_spec[1] is not None and _overrides(spec, sample_spec):
+            spec = (spec[0], sample_spec[1])
+        break
+    if spec is None:
+        return None
+    task_dir = _task_dir(task)
+    return {"type": spec[0], "config": _config_value(spec[1], task_dir), "task_dir": task_dir}
+
+
+def _as_spec(spec) -> tuple[str, object] | None:  # type: ignore[no-untyped-def]
+    """(type, config) of a sandbox given as a string, a tuple or a SandboxEnvironmentSpec."""
+    if not spec:
+        return None
+    if isinstance(spec, str):
+        return spec, None
+    if isinstance(spec, tuple | list):
+        return str(spec[0]), (spec[1] if len(spec) > 1 else None)
+    kind = getattr(spec, "type", None)
+    return (str(kind), getattr(spec, "config", None)) if kind else None
+
+
+def _overrides(task_spec: tuple[str, object], sample_spec: tuple[str, object]) -> bool:
+    """Whether Inspect runs a sample with its own config rather than the task's."""
+    if sample_spec[0] == task_spec[0]:
+        return True
+    try:
+        from inspect_ai.util._sandbox.compose import (
+            is_docker_compatible_config,
+            is_docker_compatible_sandbox_type,
+        )
+
+        return is_docker_compatible_config(sample_spec[1]) and is_docker_compatible_sandbox_type(
+            task_spec[0]
+        )
+    except Exception:
+        return False
+
+
+def _task_dir(task) -> str:  # type: ignore[no-untyped-def]
+    """The directory the task runs in (and its relative sandbox config is read from)."""
+    run_dir = getattr(task.task, "__task_run_dir__", None)  # inspect's TASK_RUN_DIR_ATTR
+    if not run_dir and getattr(task, "task_file", None):
+        run_dir = str(Path(task.task_file).parent)
+    return str(Path(run_dir or os.getcwd()).resolve())
+
+
+def _config_value(config, task_dir: str) -> str | dict | None:  # type: ignore[no-untyped-def]
+    """A config file as an absolute path, an inline compose config as a mapping, else None."""
+    if config is None:
+        return None
+    values = getattr(config, "values", None)  # a k8s config object names its Helm values file
+    if isinstance(config, str | os.PathLike) or isinstance(values, str | os.PathLike):
+        file = config if isinstance(config, str | os.PathLike) else values
+        return str((Path(task_dir) / Path(file).expanduser()).resolve())
+    dump = getattr(config, "model_dump", None)
+    if callable(dump):
+        try:
+            document = dump(mode="json", by_alias=True, exclude_none=True)
+        except Exception:
+            return None
+        if isinstance(document, dict) and isinstance(document.get("services"), dict):
+            return document
     return None
 
 

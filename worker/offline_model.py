@@ -6,6 +6,8 @@ change task identity comes from the environment (never `model_args`, which are
 hashed into the task identifier):
 
 * ``STEWARD_OFFLINE_DELAY``      seconds each generate takes (float, default 0).
+* ``STEWARD_OFFLINE_HOLD``       a file path; while that file exists, every generate waits
+                                 (a test holds a run busy, then lets it finish).
 * ``STEWARD_OFFLINE_FAIL``       regex; a sample whose input matches errors.
 * ``STEWARD_OFFLINE_CRASH``      regex; a sample whose input matches kills its
                                  worker process (exit 70), as an OOM would.
@@ -136,6 +138,9 @@ class OfflineModel(ModelAPI):
         delay = float(os.environ.get("STEWARD_OFFLINE_DELAY", "0") or 0)
         if delay > 0:
             await asyncio.sleep(delay)
+        hold = os.environ.get("STEWARD_OFFLINE_HOLD")
+        while hold and os.path.exists(hold):
+            await asyncio.sleep(0.2)
         crash = os.environ.get("STEWARD_OFFLINE_CRASH")
         if crash and re.search(crash, prompt):
             os._exit(70)

@@ -16,6 +16,7 @@ import structlog
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.capacity import probe_capacity, reap_sandboxes_activity, request_admission
 from activities.capture import capture_definition
 from activities.notify import notify
 from activities.observe import apply_setpoints, observe_run
@@ -24,6 +25,7 @@ from activities.processes import spawn_worker, stop_workers
 from activities.scan import scan_transcripts_activity
 from activities.triage import apply_actions
 from activities.workspace_files import curate_logs, tidy_logs, write_workspace
+from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.eval_run import EvalRun
 
@@ -36,7 +38,10 @@ ACTIVITIES = [
     curate_logs,
     notify,
     observe_run,
+    probe_capacity,
     read_ramp_settings,
+    reap_sandboxes_activity,
+    request_admission,
     scan_transcripts_activity,
     spawn_worker,
     stop_workers,
@@ -60,7 +65,7 @@ def build_workers(client, executor: ThreadPoolExecutor) -> list[Worker]:
         Worker(
             client,
             task_queue=WORKFLOW_TASK_QUEUE,
-            workflows=[EvalRun],
+            workflows=[EvalRun, CapacityLedger],
             workflow_runner=workflow_runner(),
         ),
         Worker(client, task_queue=host_queue(), activities=ACTIVITIES, activity_executor=executor),

@@ -58,9 +58,7 @@ def backend_for(sandbox: str | None, choice: BackendChoice = "auto") -> Backend:
     return "local"
 
 
-def footprint(
-    setpoints: list[tuple[int, SandboxSize]], backend: Backend
-) -> Footprint:
+def footprint(setpoints: list[tuple[int, SandboxSize]], backend: Backend) -> Footprint:
     """The footprint of tasks starting at these setpoints: setpoint x sandboxes per sample."""
     if backend == "local":
         return Footprint()
@@ -236,7 +234,9 @@ def admit(ledger: Ledger, request: AdmitRequest, now: datetime) -> Admission:
     run_id = request.run_id
     held = ledger.reservations.get(run_id)
     if held is not None and request.door != "escalation":
-        return Admission(granted=True, reason="already admitted", resources=held.footprint.resources)
+        return Admission(
+            granted=True, reason="already admitted", resources=held.footprint.resources
+        )
     if request.door == "escalation":
         return _escalate(ledger, request, now)
     place = position(ledger, run_id)
@@ -257,9 +257,7 @@ def admit(ledger: Ledger, request: AdmitRequest, now: datetime) -> Admission:
             arrived_at=now,
         )
     )
-    return Admission(
-        granted=False, position=len(ledger.queue), reason=queue_reason(ledger, run_id)
-    )
+    return Admission(granted=False, position=len(ledger.queue), reason=queue_reason(ledger, run_id))
 
 
 def _escalate(ledger: Ledger, request: AdmitRequest, now: datetime) -> Admission:
@@ -366,3 +364,56 @@ def domain_id(backend: Backend, where: str) -> str:
     """A ledger's workflow id: one per Docker host or Kubernetes namespace."""
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in where)
     return f"steward-capacity-{backend}-{safe}"
+
+
+# ---------------------------------------------------------------- workflow contracts
+class ProbeRequest(BaseModel):
+    """How to probe a domain: the options are re-read from the workspace at each decision."""
+
+    backend: Backend
+    workspace: str = ""
+    namespace: str | None = None
+
+
+class LedgerInput(BaseModel):
+    domain: str
+    ledger: Ledger | None = None  # carried over continue-as-new
+    log: list[str] = Field(default_factory=list)
+
+
+class LedgerView(BaseModel):
+    ledger: Ledger
+    positions: dict[str, int] = Field(default_factory=dict)
+    reasons: dict[str, str] = Field(default_factory=dict)
+    reserved: dict[str, float] = Field(default_factory=dict)
+    log: list[str] = Field(default_factory=list)
+
+
+class AdmissionCall(BaseModel):
+    """What a run's admission activity carries: probe, then ask the domain's ledger."""
+
+    probe: ProbeRequest
+    admit: AdmitRequest
+
+
+class AdmissionOutcome(BaseModel):
+    admission: Admission
+    reading: ProbeReading | None = None
+    domain_id: str = ""
+
+
+class CapacityState(BaseModel):
+    """A run's side of its admission."""
+
+    backend: Backend = "local"
+    domain_id: str | None = None
+    probe: ProbeRequest | None = None
+    footprint: Footprint = Field(default_factory=Footprint)
+    held: dict[str, float] = Field(default_factory=dict)  # what the ledger reserved for it
+    admitted: bool = False
+    position: int | None = None  # when queued: its place at the last answer
+    reason: str = ""  # why it waits
+    queued_at: datetime | None = None
+    admitted_at: datetime | None = None
+    bound_source: str = ""  # the bound's last resolution, journalled when it changes
+    escalation_refused: str = ""  # the last refused escalation (journalled once)

@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from .capacity import SandboxSize
+from .capacity import BackendChoice, CapacityState, SandboxSize
+from .cost import CostCap, ModelTokens, Price
 from .decisions import Action, Anomaly, StandingRules, Triage
 from .ramp import RampReading
 
@@ -22,6 +23,7 @@ WORKFLOW_TASK_QUEUE = "steward"
 
 RunPhase = Literal[
     "capturing",
+    "queued",  # waiting in its capacity domain's queue; nothing spawned
     "running",
     "stalled",
     "finished",  # every task complete or settled; the run waits for signoff
@@ -120,6 +122,7 @@ class TaskObservation(BaseModel):
     log: str | None = None  # newest log of the task
     log_status: Literal["started", "success", "cancelled", "error"] | None = None
     source: Literal["socket", "log", "none"] = "none"
+    usage: dict[str, ModelTokens] | None = None  # the newest log's tokens per model
 
 
 class ObserveRequest(BaseModel):
@@ -162,6 +165,7 @@ class TaskState(BaseModel):
     ramp_baseline: RampReading | None = None  # last reading, the start of the next window
     pushback_streak: int = 0
     budget_clamped: bool = False  # the sandbox budget stopped its climb (journalled once)
+    usage: dict[str, ModelTokens] = Field(default_factory=dict)  # its log's tokens per model
 
 
 class JournalEvent(BaseModel):
@@ -183,6 +187,10 @@ class RunSettings(BaseModel):
     rules: StandingRules = Field(default_factory=StandingRules)
     scan_model: str | Literal[False] | None = None
     scanners: list[str] = Field(default_factory=list)
+    capacity_backend: BackendChoice = "auto"
+    kubernetes_namespace: str | None = None
+    prices: dict[str, Price] = Field(default_factory=dict)
+    cost_cap: CostCap | None = None
 
 
 class RunInput(BaseModel):
@@ -194,6 +202,17 @@ class RunInput(BaseModel):
     launched_by: str = ""
     web_ui: str | None = None  # the Temporal web UI page of this run, when there is one
     state: RunState | None = None  # carried over continue-as-new
+
+
+class CostState(BaseModel):
+    """Reserved capacity-time, and the cost cap's standing (LLM usage lives on the tasks)."""
+
+    gi_minutes: float = 0.0  # memory reserved x time held, summed
+    usd: float | None = None  # LLM dollars at the last tend (None: no price known)
+    unpriced: list[str] = Field(default_factory=list)  # models with tokens but no price
+    held_since: datetime | None = None  # when the held reservation was last accounted
+    cap_paused: bool = False  # the run is paused because it crossed its cap
+    cap_waived: str | None = None  # the cap (as JSON) an operator chose to continue past
 
 
 class RunState(BaseModel):
@@ -225,6 +244,8 @@ class RunState(BaseModel):
     scanned_logs: list[str] = Field(default_factory=list)
     scan_problem: str | None = None
     signoff: Signoff | None = None
+    capacity: CapacityState = Field(default_factory=CapacityState)
+    cost: CostState = Field(default_factory=CostState)
 
     def task(self, identifier: str) -> TaskState:
         return next(t for t in self.tasks if t.spec.identifier == identifier)
@@ -331,6 +352,8 @@ class RampSettings(BaseModel):
     rules: StandingRules | None = None
     heartbeat: float | Literal[False] | None = None
     stuck_after: float | None = None
+    prices: dict[str, Price] | None = None
+    cost_cap: CostCap | None = None
 
 
 # ---------- decisions ----------

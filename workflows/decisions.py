@@ -25,6 +25,7 @@ AnomalyKind = Literal[
     "stuck_sample",  # no activity for stuck_after
     "stalled_task",  # given up after stall_after fruitless respawns
     "approval",  # a tool call waiting for a human
+    "cost_cap",  # the run's LLM cost crossed its cap (the run is paused)
 ]
 ClassState = Literal["open", "proposed", "ruled", "resolved", "accepted"]
 
@@ -37,6 +38,7 @@ VERDICTS: dict[str, list[str]] = {
     "stuck_sample": ["cancel_tool", "retry", "cancel", "dismiss"],
     "stalled_task": ["retry", "give_up"],
     "approval": ["approve", "reject", "terminate"],
+    "cost_cap": ["continue", "cancel"],
 }
 # Kinds an agent proposes on and the operator rules; the rest are the operator's alone.
 PROPOSABLE = {"sample_error", "scan_finding", "all_zero"}
@@ -218,6 +220,8 @@ def signature_of(anomaly: Anomaly) -> str:
             return f"{anomaly.kind}:{anomaly.task}"
         case "approval":
             return f"approval:{anomaly.uuid}"
+        case "cost_cap":
+            return "cost_cap"
     raise ValueError(anomaly.kind)
 
 
@@ -241,6 +245,8 @@ def title_of(anomaly: Anomaly) -> str:
             return f"{anomaly.task_name}: given up after repeated worker deaths"
         case "approval":
             return f"{anomaly.task_name} sample {anomaly.sample_id} asks to run `{anomaly.tool}`"
+        case "cost_cap":
+            return f"the run is paused: {anomaly.detail}"
     raise ValueError(anomaly.kind)
 
 
@@ -285,6 +291,8 @@ def absorb(
             triage.classes.append(cls)
             outcome.new_classes.append(cls.id)
         cls.instances.append(Instance(key=anomaly.key, anomaly=anomaly))
+        if cls.kind == "cost_cap":
+            cls.title = title_of(anomaly)  # the figures of this crossing, not the first's
         outcome.new_instances[cls.id] = outcome.new_instances.get(cls.id, 0) + 1
         if cls.settled and _asks_again(cls):
             cls.state, cls.ruling = "open", None
@@ -316,7 +324,7 @@ def _asks_again(cls: ErrorClass) -> bool:
     """A task stalled again after a retry, or a sample stuck again after a retry or cancel, is
     asked about again (repeating the verdict unasked could loop forever); a cancelled stuck
     tool call is not."""
-    if cls.kind == "stalled_task":
+    if cls.kind in ("stalled_task", "cost_cap"):
         return True
     return cls.kind == "stuck_sample" and (
         cls.ruling is None or cls.ruling.verdict != "cancel_tool"
@@ -325,7 +333,7 @@ def _asks_again(cls: ErrorClass) -> bool:
 
 def standing_verdict(cls: ErrorClass, rules: StandingRules) -> str | None:
     """The preauthorized verdict for a class, if a pattern names its signature or title."""
-    if cls.kind not in VERDICTS or cls.kind in ("approval", "stalled_task"):
+    if cls.kind not in VERDICTS or cls.kind in ("approval", "stalled_task", "cost_cap"):
         return None
     for pattern, verdict in rules.preauthorized.items():
         if verdict not in VERDICTS[cls.kind]:

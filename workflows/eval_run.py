@@ -15,7 +15,17 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import decisions, notices, policy, ramp
+    from . import cost, decisions, notices, policy, ramp
+    from .capacity import (
+        Admission,
+        AdmissionCall,
+        AdmissionOutcome,
+        AdmitRequest,
+        Door,
+        Footprint,
+        ProbeRequest,
+        Release,
+    )
     from .contracts import (
         TERMINAL_PHASES,
         AnomalyRequest,
@@ -76,6 +86,7 @@ class EvalRun:
         # Decisions, notifications and signoff (off when replaying runs from before them,
         # which ended as soon as every task was complete).
         self._decisions = False
+        self._capacity = False  # admission through the capacity ledger (off for older runs)
 
     # ---------------------------------------------------------------- main loop
     @workflow.run
@@ -96,6 +107,7 @@ class EvalRun:
 
     async def _run(self, run_input: RunInput) -> None:
         self._decisions = workflow.patched("decisions-v1")
+        self._capacity = workflow.patched("capacity-v1")
         if run_input.state is not None:
             self._state = run_input.state
         else:
@@ -103,11 +115,26 @@ class EvalRun:
             self._journal("launched", definition=run_input.definition, by=run_input.launched_by)
             if not await self._capture():
                 return
+            if self._capacity:
+                await self._admit("launch")
 
         while self._state.phase not in TERMINAL_PHASES:
             if self._cancel is not None:
                 await self._cancel_run()
                 return
+            if self._state.phase == "queued":
+                # Nothing runs and nothing needs tending: the ledger's signal (or a cancel) wakes it.
+                await workflow.wait_condition(
+                    lambda: (
+                        self._state.phase != "queued"
+                        or self._cancel is not None
+                        or self._history_full()
+                    )
+                )
+                if self._history_full() and self._state.phase == "queued":
+                    await workflow.wait_condition(workflow.all_handlers_finished)
+                    workflow.continue_as_new(run_input.model_copy(update={"state": self._state}))
+                continue
             await self._tend_locked()
             if self._state.phase in TERMINAL_PHASES:
                 return
@@ -152,6 +179,24 @@ class EvalRun:
             raise ApplicationError(f"The run is {self._state.phase}; there is nothing to tend.")
         if self._state.phase == "capturing":
             raise ApplicationError("The run is still resolving its tasks; try again in a moment.")
+        if self._state.phase == "queued":
+            raise ApplicationError(
+                "The run is queued for capacity; it starts by itself when its turn comes "
+                f"({self._state.capacity.reason})."
+            )
+
+    @workflow.signal
+    async def admitted(self, admission: Admission) -> None:
+        """The capacity ledger let this queued run in (a release pumped the queue)."""
+        state = self._state
+        if state.phase in TERMINAL_PHASES or state.phase == "cancelling" or self._cancel:
+            await self._release(None, "the run ended before its turn came")
+            return
+        if state.capacity.admitted:
+            state.capacity.held = dict(admission.resources)
+            return
+        self._granted(admission, "pumped")
+        self._wake = True
 
     @workflow.signal
     def pause(self, request: PauseRequest) -> None:
@@ -209,6 +254,8 @@ class EvalRun:
             raised=result.raised,
         )
         cls = state.triage.find_class(result.class_id)
+        if cls is not None and cls.kind == "cost_cap" and result.effect == "ruled":
+            self._rule_cost_cap(request)
         if cls is not None and cls.kind == "stalled_task" and result.effect == "ruled":
             task = state.task(cls.instances[-1].anomaly.task)
             if request.verdict == "retry":
@@ -459,6 +506,10 @@ class EvalRun:
             await self._write_workspace()
             return summary
         outcome = policy.apply_observation(state, observation, self._settings.stall_after)
+        self._account_capacity()
+        if self._capacity:
+            priced = policy.llm_cost(state).dollars(self._settings.prices)
+            state.cost.usd, state.cost.unpriced = priced[0], priced[1]
         for worker_id in outcome.exited_workers:
             self._journal("worker exited", worker=worker_id)
         for identifier in outcome.completed:
@@ -487,12 +538,21 @@ class EvalRun:
             await self._ramp(observation)
         if self._decisions:
             await self._triage(observation, outcome.stalled, summary)
+            if self._capacity:
+                self._check_cost_cap(summary)
 
         state.phase = policy.run_phase(state)
+        if self._capacity and self._needs_admission():
+            await self._admit("resume")
         for group in policy.plan_spawns(state, self._settings):
             summary.spawned.extend(await self._spawn(group))
 
         state.phase = policy.run_phase(state)
+        if self._capacity:
+            if self._queued():
+                state.phase = "queued"
+            elif state.capacity.admitted and not policy.open_tasks(state):
+                await self._release(None, f"the run is {state.phase}")
         if state.phase == "finished" and state.finished_at is None:
             state.finished_at = workflow.now()
             self._journal("finished", samples=state.samples_done, tasks=len(state.tasks))
@@ -728,6 +788,10 @@ class EvalRun:
                     "stuck_after": fresh.stuck_after or self._settings.stuck_after,
                 }
             )
+            if self._capacity and fresh.prices is not None:
+                self._input.settings = self._settings.model_copy(
+                    update={"prices": fresh.prices, "cost_cap": fresh.cost_cap}
+                )
         if fresh.samples_ramp is not None and fresh.samples_ramp != self._settings.samples_ramp:
             self._journal(
                 "ramp range changed", previous=self._settings.samples_ramp, now=fresh.samples_ramp
@@ -737,6 +801,10 @@ class EvalRun:
             )
 
         changes: list[SetpointChange] = []
+        choice = self._settings.capacity_backend
+        reservation = policy.reservation_budget(state, choice) if self._capacity else None
+        budget = _smaller(state.sandbox_budget, reservation)
+        wanted: dict[str, int] = {}  # setpoints the reservation kept from climbing
         for task in policy.open_tasks(state):
             seen = observation.tasks.get(task.spec.identifier)
             reading = seen.ramp if seen is not None else None
@@ -762,8 +830,10 @@ class EvalRun:
                 pinned=task.pinned,
             )
             if task.spec.sandbox:
-                budget = state.sandbox_budget
+                desired = move
                 move = ramp.clamp_to_budget(move, policy.sandboxed_setpoints(state, task), budget)
+                if move.setpoint < desired.setpoint and budget == reservation:
+                    wanted[task.spec.identifier] = desired.setpoint
                 if move.kind == "none" and move.reason.startswith("sandbox budget"):
                     if not task.budget_clamped:
                         self._journal(
@@ -808,6 +878,23 @@ class EvalRun:
             )
             if problems:
                 self._journal("setpoint not applied", problems=problems)
+        if self._capacity and state.capacity.admitted:
+            await self._resize_reservation(wanted)
+
+    async def _resize_reservation(self, wanted: dict[str, int]) -> None:
+        """The mid-run door: a climb the reservation held back asks the ledger for more; a
+        cut gives the difference back at once (the queue's head may fit in it)."""
+        state = self._state
+        if wanted:
+            await self._admit("escalation", wanted)
+            return
+        _, now_needs = policy.run_footprint(state, self._settings.capacity_backend)
+        held = state.capacity.held
+        if not now_needs.empty and any(
+            now_needs.resources.get(k, 0.0) < v for k, v in held.items()
+        ):
+            await self._release(now_needs, "ramped down")
+            self._journal("capacity returned", held=state.capacity.held)
 
     async def _spawn(self, group: list[Any]) -> list[str]:
         assert self._input is not None
@@ -851,6 +938,165 @@ class EvalRun:
         )
         return names
 
+    # ---------------------------------------------------------------- capacity
+    def _queued(self) -> bool:
+        return self._state.capacity.position is not None and not self._state.capacity.admitted
+
+    def _needs_admission(self) -> bool:
+        """Pending work the run holds no capacity for (a rerun after it finished, say)."""
+        state = self._state
+        if state.capacity.admitted or self._queued() or state.paused:
+            return False
+        _, wanted = policy.run_footprint(state, self._settings.capacity_backend)
+        return not wanted.empty and any(t.phase == "pending" for t in state.tasks)
+
+    async def _admit(self, door: Door, wanted: dict[str, int] | None = None) -> None:
+        """Ask the domain's ledger before anything spawns: reserved, or queued in order."""
+        assert self._input is not None
+        state, cap = self._state, self._state.capacity
+        backend, footprint = policy.run_footprint(state, self._settings.capacity_backend, wanted)
+        cap.backend = backend
+        if footprint.empty:
+            return  # no sandboxes (or the in-process kind): unbounded, nothing to ask
+        probe = ProbeRequest(
+            backend=backend,
+            workspace=self._input.workspace,
+            namespace=self._settings.kubernetes_namespace,
+        )
+        outcome: AdmissionOutcome = await self._activity(
+            "request_admission",
+            AdmissionCall(
+                probe=probe,
+                admit=AdmitRequest(
+                    run_id=workflow.info().workflow_id,
+                    workspace=self._input.workspace,
+                    footprint=footprint,
+                    door=door,
+                ),
+            ),
+            result_type=AdmissionOutcome,
+        )
+        cap.domain_id, cap.probe = outcome.domain_id, probe
+        reading = outcome.reading
+        if reading is not None and reading.source != cap.bound_source:
+            cap.bound_source = reading.source
+            self._journal(
+                "capacity bound",
+                domain=outcome.domain_id,
+                limits=reading.limits,
+                source=reading.source,
+                problem=reading.problem,
+            )
+        admission = outcome.admission
+        if door == "escalation":
+            if admission.granted:
+                cap.held, cap.footprint, cap.escalation_refused = admission.resources, footprint, ""
+                self._journal("capacity escalated", held=admission.resources)
+            elif admission.reason != cap.escalation_refused:
+                cap.escalation_refused = admission.reason
+                self._journal("escalation refused", reason=admission.reason, held=cap.held)
+            return
+        cap.footprint = footprint
+        if admission.granted:
+            self._granted(admission, door)
+            return
+        cap.position, cap.reason = admission.position, admission.reason
+        cap.queued_at = cap.queued_at or workflow.now()
+        state.phase = "queued"
+        self._journal(
+            "queued",
+            door=door,
+            position=admission.position,
+            reason=admission.reason,
+            footprint=footprint.resources,
+        )
+        await self._write_workspace()
+        self._upsert_visibility()
+
+    def _granted(self, admission: Admission, how: str) -> None:
+        state, cap = self._state, self._state.capacity
+        waited = (workflow.now() - cap.queued_at).total_seconds() if cap.queued_at else 0.0
+        cap.admitted, cap.held, cap.admitted_at = True, dict(admission.resources), workflow.now()
+        state.cost.held_since = workflow.now()
+        cap.position, cap.reason, cap.queued_at = None, "", None
+        cut = policy.fit_to_grant(state, self._settings.capacity_backend)
+        self._journal(
+            "admitted",
+            how=how,
+            held=admission.resources,
+            waited_s=round(waited, 3),
+            setpoints_cut=cut,
+        )
+        if state.phase == "queued":
+            state.phase = "running"
+
+    async def _release(self, keep: Footprint | None, reason: str) -> None:
+        """Give capacity back to the ledger (all of it, or down to `keep`); it pumps at once."""
+        cap = self._state.capacity
+        if cap.domain_id is None:
+            return
+        self._account_capacity()
+        release = Release(run_id=workflow.info().workflow_id, footprint=keep, reason=reason)
+        try:
+            await workflow.get_external_workflow_handle(cap.domain_id).signal(
+                "release" if keep is not None else "withdraw", release
+            )
+        except Exception as err:  # noqa: BLE001 - a ledger that is gone holds nothing of ours
+            self._journal("capacity release failed", problem=str(err))
+        if keep is None:
+            cap.admitted, cap.held, cap.position = False, {}, None
+            self._state.cost.held_since = None
+            self._journal("capacity released", reason=reason)
+        else:
+            cap.held = {k: min(v, keep.resources.get(k, 0.0)) for k, v in cap.held.items()}
+
+    def _account_capacity(self) -> None:
+        """Reserved capacity-time: the memory the reservation holds x how long, in Gi·minutes."""
+        state = self._state
+        if state.cost.held_since is None:
+            return
+        seconds = (workflow.now() - state.cost.held_since).total_seconds()
+        state.cost.gi_minutes += cost.gi_minutes(policy.held_memory_gi(state), seconds)
+        state.cost.held_since = workflow.now()
+
+    # ---------------------------------------------------------------- cost cap
+    def _check_cost_cap(self, summary: TendSummary) -> None:
+        """Crossing the cap pauses the run and asks the operator: continue or cancel."""
+        state, cap = self._state, self._settings.cost_cap
+        if cap is None or state.cost.cap_paused or state.cost.cap_waived == cap.model_dump_json():
+            return
+        crossed = cost.cap_crossed(policy.llm_cost(state), self._settings.prices, cap)
+        if crossed is None:
+            return
+        state.cost.cap_paused = True
+        if not state.paused:
+            state.paused, state.pause_reason = True, crossed
+        self._journal("cost cap crossed", problem=crossed, cap=cap.model_dump())
+        self._absorb(
+            [
+                Anomaly(
+                    kind="cost_cap",
+                    task="",
+                    task_name="the run",
+                    uuid=f"cap-{state.journal_seq}",
+                    detail=crossed,
+                )
+            ],
+            summary,
+        )
+
+    def _rule_cost_cap(self, request: RuleRequest) -> None:
+        state, cap = self._state, self._settings.cost_cap
+        state.cost.cap_paused = False
+        if request.verdict == "continue":
+            state.cost.cap_waived = cap.model_dump_json() if cap else None
+            state.paused, state.pause_reason = False, None
+            self._journal("resumed", by=request.by, reason="continue past the cost cap")
+        elif self._cancel is None:
+            self._cancel = CancelRequest(
+                reason=f"cost cap: {request.reason or 'cancelled by the operator'}", by=request.by
+            )
+
     async def _cancel_run(self) -> None:
         assert self._cancel is not None
         state = self._state
@@ -867,6 +1113,16 @@ class EvalRun:
         for task in state.tasks:
             if task.phase in ("pending", "running"):
                 task.phase, task.worker_id = "pending", None
+        if self._capacity and state.capacity.domain_id is not None:
+            # Recorded cancelled whether or not the workers stopped: capacity goes back, and
+            # sandbox containers the workers left behind go with it.
+            await self._release(None, "cancelled")
+            if state.capacity.backend == "docker":
+                reaped = await self._activity(
+                    "reap_sandboxes", [self._input.workspace], result_type=list[str], attempts=3
+                )
+                if reaped:
+                    self._journal("sandboxes reaped", containers=reaped)
         state.phase, state.finished_at, state.next_tend_at = "cancelled", workflow.now(), None
         self._journal(
             "cancelled",
@@ -958,6 +1214,10 @@ class EvalRun:
                 TOTAL_KEY.value_set(state.samples_total),
             ]
         )
+
+
+def _smaller(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _cause(err: ActivityError) -> str:

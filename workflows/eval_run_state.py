@@ -14,6 +14,9 @@ def visible_state(state: RunState) -> str:
 
 def describe_state(state: RunState) -> str:
     word = visible_state(state)
+    if word == "queued":
+        cap = state.capacity
+        return f"queued · pos {cap.position or '?'}" + (f" ({cap.reason})" if cap.reason else "")
     return {"stalled": "stalled (needs a decision)"}.get(word, word)
 
 
@@ -27,7 +30,7 @@ def unsupervised(state: RunState, tend_interval: float, now: datetime) -> str | 
     """Why the run is unsupervised (no tend for two intervals: the Steward worker is down),
     or None. Judged by the reader against its own clock: a stopped workflow cannot say so."""
     if (
-        state.phase in ("signed_off", "cancelled", "failed", "capturing")
+        state.phase in ("signed_off", "cancelled", "failed", "capturing", "queued")
         or state.last_tend_at is None
     ):
         return None

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from .cost import CostCap, Price
 from .decisions import StandingRules
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
@@ -133,6 +134,24 @@ class StewardOptions(BaseModel):
         "Pack the run into this many worker processes (null: one per task).",
         ge=1,
     )
+    max_concurrent_sandboxes: int | None = _option(
+        None,
+        "Capacity",
+        "Sandbox containers this Docker host may run at once (null: SANDBOX_MAX_CONCURRENT, "
+        "else 2; 0: unbounded). Read at every admission: a change applies to the next.",
+        ge=0,
+    )
+    capacity_backend: Literal["auto", "docker", "kubernetes", "none"] = _option(
+        "auto",
+        "Capacity",
+        "Where sandboxed tasks are counted: auto (docker sandboxes against this Docker host, "
+        "k8s against the namespace's ResourceQuota, others unbounded), docker, kubernetes, none.",
+    )
+    kubernetes_namespace: str | None = _option(
+        None,
+        "Capacity",
+        "The namespace whose ResourceQuota bounds k8s sandboxes (null: kubeconfig's).",
+    )
     stall_after: int = _option(
         2, "Errors", "Fruitless respawns before a task is given up on and reported.", ge=0
     )
@@ -157,6 +176,17 @@ class StewardOptions(BaseModel):
     )
     scanners: Annotated[list[str] | None, BeforeValidator(_from_text)] = _option(
         None, "Scanning", "Scanners run in addition to the definition's."
+    )
+    prices: Annotated[dict[str, Price] | None, BeforeValidator(_from_text)] = _option(
+        None,
+        "Cost",
+        "USD per million tokens by model (or pattern, e.g. openai/*): "
+        "{input, output, cache_read, cache_write}; Inspect's own cost data is used otherwise.",
+    )
+    cost_cap: Annotated[CostCap | None, BeforeValidator(_from_text)] = _option(
+        None,
+        "Cost",
+        "Pause the run and ask the operator once its LLM cost crosses {usd: ..., tokens: ...}.",
     )
     temporal_address: str | None = _option(
         None, "Temporal", "host:port of a Temporal cluster; null runs the embedded dev server."

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from . import ramp
+from . import capacity, cost, ramp
+from .capacity import Backend, BackendChoice, Footprint, SandboxSize
 from .contracts import Capture, Observation, RunPhase, RunSettings, RunState, TaskState
 
 
@@ -67,6 +68,8 @@ def apply_observation(
             task.progress = seen.progress
         if seen.log is not None:
             task.log, task.log_status = seen.log, seen.log_status
+        if seen.usage is not None:
+            task.usage = seen.usage
         if seen.log_status == "success":
             task.phase = "complete"
             task.fruitless = 0
@@ -127,3 +130,80 @@ def run_phase(state: RunState) -> RunPhase:
     if all(t.phase in ("complete", "given_up") for t in state.tasks):
         return "finished"
     return "stalled"
+
+
+# ---------------------------------------------------------------- capacity
+def _counted(state: RunState, choice: BackendChoice) -> tuple[Backend, list[TaskState]]:
+    """The run's capacity backend (its first sandboxed task's) and the open tasks it counts."""
+    for task in state.tasks:
+        backend = capacity.backend_for(task.spec.sandbox, choice)
+        if backend != "local":
+            counted = [
+                t
+                for t in open_tasks(state)
+                if capacity.backend_for(t.spec.sandbox, choice) == backend
+            ]
+            return backend, counted
+    return "local", []
+
+
+def run_footprint(
+    state: RunState, choice: BackendChoice, wanted: dict[str, int] | None = None
+) -> tuple[Backend, Footprint]:
+    """What the run's open tasks start (or would, at the `wanted` setpoints)."""
+    backend, counted = _counted(state, choice)
+    wanted = wanted or {}
+    return backend, capacity.footprint(
+        [
+            (wanted.get(t.spec.identifier, t.max_samples), t.spec.sandbox_size or SandboxSize())
+            for t in counted
+        ],
+        backend,
+    )
+
+
+def _held_key(backend: Backend) -> str:
+    return "sandboxes" if backend == "docker" else "pods"
+
+
+def reservation_budget(state: RunState, choice: BackendChoice) -> int | None:
+    """The summed setpoints the run's reservation allows its counted tasks (None: no bound)."""
+    backend, counted = _counted(state, choice)
+    key = _held_key(backend)
+    if not counted or not state.capacity.admitted or key not in state.capacity.held:
+        return None
+    per_sample = max((t.spec.sandbox_size or SandboxSize()).sandboxes for t in counted)
+    return max(len(counted), int(state.capacity.held[key] // per_sample))
+
+
+def fit_to_grant(state: RunState, choice: BackendChoice) -> list[str]:
+    """Scale the counted tasks' setpoints down to what was granted (a run bigger than its whole
+    domain gets the domain); returns the names of the tasks that were cut."""
+    budget = reservation_budget(state, choice)
+    _, counted = _counted(state, choice)
+    if budget is None or sum(t.max_samples for t in counted) <= budget:
+        return []
+    share = ramp.budget_share(budget, len(counted), max(t.max_samples for t in counted))
+    cut = []
+    for task in counted:
+        if task.max_samples > share:
+            task.max_samples = share
+            cut.append(task.spec.name)
+    return cut
+
+
+# ---------------------------------------------------------------- cost
+def llm_cost(state: RunState) -> cost.LlmCost:
+    """The run's LLM usage: each task's newest log, summed per model."""
+    return cost.merge({t.spec.identifier: t.usage for t in state.tasks if t.usage})
+
+
+def held_memory_gi(state: RunState) -> float:
+    """Memory the run's reservation holds (its footprint's, scaled to what was granted)."""
+    cap = state.capacity
+    if not cap.admitted or cap.footprint.empty:
+        return 0.0
+    key = _held_key(cap.backend)
+    wanted = cap.footprint.resources.get(key, 0.0)
+    share = min(1.0, cap.held.get(key, 0.0) / wanted) if wanted else 0.0
+    return cap.footprint.memory_gi * share

@@ -7,6 +7,7 @@ from datetime import datetime
 from .contracts import RunState, RunStatus, TaskState
 from .eval_run_state import describe_state
 from .options import format_duration
+from .policy import llm_cost
 
 
 def _when(at: datetime | None) -> str:
@@ -31,6 +32,27 @@ def task_rows(tasks: list[TaskState]) -> list[dict]:
     ]
 
 
+def cost_line(state: RunState) -> str | None:
+    """LLM cost and reserved capacity-time, side by side (None before anything was spent)."""
+    llm = llm_cost(state)
+    if not llm.models and not state.cost.gi_minutes:
+        return None
+    models = "; ".join(
+        f"{model} {t.input + t.cache_read + t.cache_write:,} in / {t.output:,} out"
+        + (f" ({t.cached_share:.0%} cached)" if t.cache_read else "")
+        for model, t in sorted(llm.models.items())
+    )
+    usd = state.cost.usd
+    dollars = f"${usd:,.4g}" if usd is not None else "$ unknown"
+    if state.cost.unpriced and usd is not None:
+        dollars += f" (no price for {', '.join(state.cost.unpriced)})"
+    return (
+        f"LLM {llm.total_tokens():,} tokens, {dollars}"
+        + (f" [{models}]" if models else "")
+        + f" · reserved capacity {state.cost.gi_minutes:,.1f} Gi·min"
+    )
+
+
 def render_status_markdown(status: RunStatus) -> str:
     state = status.state
     lines = [
@@ -51,6 +73,16 @@ def render_status_markdown(status: RunStatus) -> str:
     if state.sandbox_budget is not None:
         lines.append(
             f"- Sandbox budget: {state.sandbox_budget} (summed setpoints of sandboxed tasks)"
+        )
+    spent = cost_line(state)
+    if spent:
+        lines.append(f"- Cost: {spent}")
+    cap = state.capacity
+    if cap.domain_id is not None:
+        held = ", ".join(f"{k} {v:g}" for k, v in cap.held.items()) or "nothing"
+        lines.append(
+            f"- Capacity: {cap.backend} (`{cap.domain_id}`), holds {held}"
+            + (f"; bound from {cap.bound_source}" if cap.bound_source else "")
         )
     if state.ramp_hold:
         lines.append(
