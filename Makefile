@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench bench-ramp clean
+.PHONY: setup demo test lint bench bench-queue bench-ramp clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,9 @@ lint: setup
 
 bench: setup
 	$(BIN)/python -m bench.tend
+
+bench-queue: setup
+	$(BIN)/python -m bench.queue
 
 bench-ramp: setup
 	$(BIN)/pip install --quiet -e ".[bench]"

@@ -214,10 +214,11 @@ def replay(history: Any, record_as: str | None = None) -> None:
     from temporalio.worker import Replayer
 
     from worker.temporal_worker import workflow_runner
+    from workflows.capacity_ledger import CapacityLedger
     from workflows.eval_run import EvalRun
 
     replayer = Replayer(
-        workflows=[EvalRun],
+        workflows=[EvalRun, CapacityLedger],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
     )

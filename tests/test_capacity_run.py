@@ -9,7 +9,7 @@ import asyncio
 from datetime import datetime
 from pathlib import Path
 
-from .helpers import Steward, make_workspace, pid_alive, wait_for
+from .helpers import Steward, fetch_history, make_workspace, pid_alive, replay, wait_for
 
 
 def _capacity_workspace(steward: Steward, root: Path, name: str, hold: Path) -> Path:
@@ -121,3 +121,7 @@ def test_three_runs_queue_pump_and_cancel(steward, workspace_root):
     assert not any(pid_alive(pid) for pid in pids)
     refused = steward("runs", "delete", str(first))
     assert refused.code == 2 and "sign it off" in refused.stderr
+
+    # Both sides of the queue replay deterministically (a non-determinism error fails).
+    replay(fetch_history(steward, queued["workflow_id"]), record_as="eval_run_capacity_v1")
+    replay(fetch_history(steward, domain), record_as="capacity_ledger_v1")
