@@ -1,11 +1,14 @@
 """Admission on the embedded Temporal: three runs against a bound that fits one. The second
 and third queue (positions 1 and 2), the first finishes and the ledger's pump starts the second
 on its release (no tend, no poll: the queued runs tend hourly), the third is cancelled out of
-the queue, and the second is cancelled while running (CANCELLED, capacity back, no process)."""
+the queue, and the second is cancelled while running (CANCELLED, capacity back, no process).
+The queue survives kill -9 of the Temporal server and the Steward worker."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from datetime import datetime
 from pathlib import Path
 
@@ -87,6 +90,19 @@ def test_three_runs_queue_pump_and_cancel(steward, workspace_root):
         behind["workflow_id"],
     ]
     assert not list((second / "logs").glob("*.eval"))  # nothing spawned while queued
+
+    # The queue is durable: kill -9 the Temporal server (SQLite file as it was) and the
+    # Steward worker; once they are back the same queue stands and the pump still works.
+    for service in ("temporal", "worker"):
+        pid = steward.service_pid(service)
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda pid=pid: not pid_alive(pid), what=f"the {service} to die")
+    steward.ok("server", "start")
+    steward.ok("worker", "start")
+    assert [e["run_id"] for e in _ledger(steward, domain)["ledger"]["queue"]] == [
+        queued["workflow_id"],
+        behind["workflow_id"],
+    ]
 
     holds["a"].unlink()  # the first run finishes and releases its sandboxes
     steward.wait_phase(first, {"finished"}, timeout=240)
