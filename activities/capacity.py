@@ -28,7 +28,7 @@ from workflows.contracts import WORKFLOW_TASK_QUEUE
 
 from .options import OptionsError, dotenv_chain, load_options
 from .probe_docker import docker_reading, reap_sandboxes
-from .probe_kubernetes import kubernetes_reading
+from .probe_kubernetes import kubernetes_reading, quota_event
 
 log = structlog.get_logger("steward.capacity")
 _last_source: dict[str, str] = {}  # domain -> the bound's last resolution (logged on change)
@@ -80,8 +80,9 @@ def probe(request: ProbeRequest, host_queue: str) -> tuple[ProbeReading, str]:
         return ProbeReading(backend="local", source="local: unbounded"), domain_id(
             "local", host_queue
         )
-    if problem and not reading.problem:
-        reading = reading.model_copy(update={"problem": problem})
+    if problem:
+        both = "; ".join(p for p in (problem, reading.problem) if p)
+        reading = reading.model_copy(update={"problem": both})
     if _last_source.get(domain) != reading.source:
         _last_source[domain] = reading.source
         log.info("capacity bound", domain=domain, limits=reading.limits, source=reading.source)
@@ -115,7 +116,11 @@ async def request_admission(call: AdmissionCall) -> AdmissionOutcome:
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
     admission = await handle.execute_update("admit", admit, result_type=Admission)
-    return AdmissionOutcome(admission=admission, reading=reading, domain_id=domain)
+    event = None
+    if reading.backend == "kubernetes" and not admission.granted:
+        # Waiting here, as an event, instead of starting pods the quota would reject.
+        event = quota_event(reading, call.admit.footprint.resources)
+    return AdmissionOutcome(admission=admission, reading=reading, domain_id=domain, event=event)
 
 
 @activity.defn(name="reap_sandboxes")

@@ -400,6 +400,7 @@ class AdmissionOutcome(BaseModel):
     admission: Admission
     reading: ProbeReading | None = None
     domain_id: str = ""
+    event: dict | None = None  # a structured reason to wait (Kubernetes: quota exceeded)
 
 
 class CapacityState(BaseModel):

@@ -1003,6 +1003,10 @@ class EvalRun:
         cap.position, cap.reason = admission.position, admission.reason
         cap.queued_at = cap.queued_at or workflow.now()
         state.phase = "queued"
+        if outcome.event is not None:
+            self._journal(
+                "quota exceeded", **{k: v for k, v in outcome.event.items() if k != "event"}
+            )
         self._journal(
             "queued",
             door=door,
