@@ -110,7 +110,27 @@ def _list(client, all_: bool) -> list[dict]:
 def _origins(labels: dict | None) -> list[str]:
     labels = labels or {}
     files = [f for f in (labels.get(CONFIG_FILES_LABEL) or "").split(",") if f.strip()]
-    return [p for p in [labels.get(WORKING_DIR_LABEL), *files] if p]
+    return [p for p in [labels.get(WORKING_DIR_LABEL), *files, *_build_contexts(files)] if p]
+
+
+def _build_contexts(files: list[str]) -> list[str]:
+    """Absolute build contexts named in the compose files. For a task with only a Dockerfile,
+    Inspect writes the compose file into its own data dir, and only the build context (made
+    absolute) still points at the task's directory."""
+    import yaml
+
+    contexts = []
+    for file in files:
+        try:
+            document = yaml.safe_load(Path(file.strip()).read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        for service in (document.get("services") or {}).values():
+            build = (service or {}).get("build") if isinstance(service, dict) else None
+            context = build.get("context") if isinstance(build, dict) else build
+            if isinstance(context, str) and os.path.isabs(context):
+                contexts.append(context)
+    return contexts
 
 
 def _under(place: str, roots: list[Path]) -> bool:

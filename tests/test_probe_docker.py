@@ -157,3 +157,24 @@ def test_the_fake_answers_the_high_level_client_too(daemon):
         assert [c.name for c in daemon.containers] == ["inspect-a-i000001-db-1"]
     finally:
         client.close()
+
+
+def test_reap_finds_dockerfile_only_sandboxes_by_their_build_context(daemon, tmp_path):
+    """A Dockerfile-only task's compose file lives in Inspect's data dir; its build context
+    (absolute) still names the task's directory under the workspace."""
+    workspace, data_dir = tmp_path / "ws", tmp_path / "inspect-data"
+    data_dir.mkdir()
+    generated = data_dir / "inspect-e-i000005.yaml"
+    generated.write_text(
+        f"services:\n  default:\n    build:\n      context: {workspace}/tasks/e\n"
+        "      dockerfile: Dockerfile\n"
+    )
+    elsewhere = data_dir / "inspect-f-i000006.yaml"
+    elsewhere.write_text("services:\n  default:\n    build: /other/tasks/f\n")
+    daemon.containers = [
+        sandbox("inspect-e-i000005-default-1", "inspect-e-i000005", where=str(data_dir)),
+        sandbox("inspect-f-i000006-default-1", "inspect-f-i000006", where=str(data_dir)),
+    ]
+    daemon.containers[0].labels["com.docker.compose.project.config_files"] = str(generated)
+    daemon.containers[1].labels["com.docker.compose.project.config_files"] = str(elsewhere)
+    assert reap_sandboxes([str(workspace)], daemon.url) == ["inspect-e-i000005-default-1"]
