@@ -56,7 +56,11 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     no state, and one copy of them means one copy of each pydantic class (a sandbox-local copy
     of a model fails validation against the passed-through one)."""
     return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows")
+        # inspect_ai too: a process that ran an eval has Inspect's logging filter on its
+        # handlers, and a workflow's log line would otherwise import Inspect inside the sandbox.
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(
+            "workflows", "inspect_ai"
+        )
     )
 
 
