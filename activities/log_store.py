@@ -1,0 +1,210 @@
+"""Where a workspace's logs live, and a store of finished logs to reuse rather than re-run.
+
+Every location may be a local path or an fsspec URL (s3://..., memory://...): local paths get
+atomic writes and renames, URLs go through Inspect's fsspec helpers. Paths handed back keep
+the form they were given in (a local path stays a plain path, never a file:// URL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from workflows.contracts import TaskSpec
+from workflows.delta import ArchivedLog
+
+from .observe import _local_path
+from .workspace_files import archive_dir
+
+
+class StoreEntry(BaseModel):
+    """A success log in a store: the task it completes and the samples it holds."""
+
+    identifier: str  # Inspect's task identifier (what capture reports for the task)
+    name: str
+    model: str
+    samples: int  # dataset samples the log ran (after any limit), per epoch
+    epochs: int
+    path: str
+
+
+# store dir -> {log path -> ((mtime, size), entry or None: not a reusable log)}. Re-indexing
+# an unchanged store lists it but reads no header.
+_indexes: dict[str, dict[str, tuple[tuple[float | None, int], StoreEntry | None]]] = {}
+
+
+def _is_url(location: str) -> bool:
+    return "://" in location
+
+
+def _join(directory: str, name: str) -> str:
+    if _is_url(directory):
+        return directory.rstrip("/") + "/" + name
+    return str(Path(directory).expanduser() / name)
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _filesystem(location: str):
+    from inspect_ai._util.file import filesystem
+
+    return filesystem(location)
+
+
+def log_dir_for(workspace: str, log_root: str | None) -> str:
+    """The workspace's log dir: `<workspace>/logs`, or under `log_root` a directory named for
+    the workspace and a hash of its resolved path (two workspaces never share one)."""
+    resolved = Path(workspace).expanduser().resolve()
+    if not log_root:
+        return str(resolved / "logs")
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
+    return _join(_local_path(log_root), f"{resolved.name}-{digest}")
+
+
+def _samples(header) -> int:
+    """Dataset samples a log ran per epoch. `eval.dataset.samples` is the whole dataset's
+    count even under a `limit`; `sample_ids` are the ones that ran."""
+    dataset = header.eval.dataset
+    if dataset.sample_ids is not None:
+        return len(dataset.sample_ids)
+    epochs = header.eval.config.epochs or 1
+    if header.results is not None:
+        return header.results.total_samples // epochs
+    return dataset.samples or 0
+
+
+def _read_entry(path: str) -> StoreEntry | None:
+    from inspect_ai._eval.evalset import task_identifier
+    from inspect_ai.log import read_eval_log
+
+    try:
+        header = read_eval_log(path, header_only=True)
+    except Exception:  # unreadable (or being written): not reusable
+        return None
+    if header.status != "success" or header.invalidated:
+        return None
+    return StoreEntry(
+        identifier=task_identifier(header, None),
+        name=header.eval.task,
+        model=header.eval.model,
+        samples=_samples(header),
+        epochs=header.eval.config.epochs or 1,
+        path=path,
+    )
+
+
+def index_store(store: str) -> list[StoreEntry]:
+    """The reusable logs (success, not invalidated) in a store dir, by file name. A store that
+    does not exist holds none."""
+    store = _local_path(store)
+    fs = _filesystem(store)
+    try:
+        listing = [
+            info
+            for info in fs.ls(store, recursive=True)
+            if info.type == "file" and info.name.endswith(".eval")
+        ]
+    except (FileNotFoundError, NotADirectoryError):
+        listing = []
+    known = _indexes.get(store, {})
+    fresh: dict[str, tuple[tuple[float | None, int], StoreEntry | None]] = {}
+    listed_as = fs.dir_as_uri(store)  # the form ls() names files in; hand back the store's own
+    for info in listing:
+        path = _local_path(info.name)
+        if _is_url(store) and info.name.startswith(listed_as):
+            path = store.rstrip("/") + info.name[len(listed_as) :]
+        stamp = (info.mtime, info.size)
+        cached = known.get(path)
+        fresh[path] = cached if cached and cached[0] == stamp else (stamp, _read_entry(path))
+    _indexes[store] = fresh
+    entries = [entry for _, entry in fresh.values() if entry is not None]
+    return sorted(entries, key=lambda e: _name(e.path))
+
+
+def satisfied(tasks: list[TaskSpec], entries: list[StoreEntry]) -> dict[str, StoreEntry]:
+    """task identifier -> the store log that completes it: same identifier, samples and
+    epochs (a result is only reused when everything matches); the newest file name wins."""
+    found: dict[str, StoreEntry] = {}
+    for task in tasks:
+        matches = [
+            e
+            for e in entries
+            if e.identifier == task.identifier
+            and e.samples == task.samples
+            and e.epochs == task.epochs
+        ]
+        if matches:
+            found[task.identifier] = max(matches, key=lambda e: _name(e.path))
+    return found
+
+
+def _copy(source: str, directory: str, keep_existing: bool) -> str:
+    """Copy `source` into `directory` under its own name. An existing target is kept when
+    `keep_existing`, else when it has the source's size. Local targets are written atomically."""
+    from inspect_ai._util.file import copy_file
+
+    source = _local_path(source)
+    directory = _local_path(directory)
+    target = _join(directory, _name(source))
+    source_fs, target_fs = _filesystem(source), _filesystem(target)
+    if target_fs.exists(target) and (
+        keep_existing or target_fs.info(target).size == source_fs.info(source).size
+    ):
+        return target
+    if _is_url(target):
+        target_fs.mkdir(directory, exist_ok=True)
+        copy_file(source, target)
+        return target
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(target).with_name(f".{_name(target)}.tmp")
+    if _is_url(source):
+        copy_file(source, str(tmp))
+    else:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
+    return target
+
+
+def fetch(entry_path: str, log_dir: str) -> str:
+    """Copy a store log into the log dir (same name; kept if one of the same size is there)."""
+    return _copy(entry_path, log_dir, keep_existing=False)
+
+
+def publish(paths: list[str], store: str) -> list[str]:
+    """Copy final logs into the store; a log already there is kept as it is."""
+    return [_copy(path, store, keep_existing=True) for path in paths]
+
+
+def archive_location(log_dir: str) -> str:
+    """The archive beside the log dir: `logs-archive/` for `logs/` (URLs too)."""
+    log_dir = _local_path(log_dir)
+    if _is_url(log_dir):
+        return log_dir.rstrip("/") + "-archive"
+    return str(archive_dir(log_dir))
+
+
+def archived_logs(log_dir: str) -> list[ArchivedLog]:
+    """The success logs in the log dir's archive, with what each covers."""
+    entries = index_store(archive_location(log_dir))
+    return [ArchivedLog(**entry.model_dump()) for entry in entries]
+
+
+def move(path: str, directory: str) -> str:
+    """Move a log into a directory (to the archive or back), keeping its name."""
+    path = _local_path(path)
+    directory = _local_path(directory)
+    target = _join(directory, _name(path))
+    if _is_url(target):
+        fs = _filesystem(target)
+        fs.mkdir(directory, exist_ok=True)
+        fs.mv(path, target)
+    else:
+        Path(directory).expanduser().mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+    return target

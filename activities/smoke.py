@@ -1,0 +1,384 @@
+"""The smoke run `steward launch` does first: a few samples of every task, under a wall-clock cap.
+
+One process runs the definition in Inspect's selection mode (as a per-task worker does, see
+activities/processes.py) with every given task selected, `limit` samples each and its logs in
+`<workspace>/.steward/smoke/<timestamp>/`, apart from the run's. Its logs then say, per task,
+whether configuration, infrastructure and model access work; each failure is classified as a
+`model`, `sandbox`, `task`, `timeout` or `definition` check. An eval failure never raises: it is
+what the result reports.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from activities.processes import SELECTION_VERSION
+from workflows.contracts import TaskSpec
+
+CheckKind = Literal["model", "sandbox", "task", "timeout", "definition"]
+CHECK_KINDS: tuple[str, ...] = ("model", "sandbox", "task", "timeout", "definition")
+
+
+class SmokeCheck(BaseModel):
+    """One failed check of the smoke run."""
+
+    task: str
+    model: str
+    check: CheckKind
+    message: str
+
+
+class SmokeResult(BaseModel):
+    ok: bool
+    checks: list[SmokeCheck]  # the failures
+    tasks: list[str]  # names of the tasks smoked
+    log_dir: str
+    seconds: float
+    samples: int  # samples completed (without error)
+
+
+# ---------- classifying an error ----------
+# An error in the sandbox machinery: Inspect's sandbox package in the traceback, or words only
+# a sandbox provider says. Checked before the model patterns, since a Docker daemon's
+# "permission denied" or "connection refused" is not the model's.
+_SANDBOX = re.compile(
+    r"inspect_ai[/.]util[/.]_sandbox|\bsandbox|\bdocker\b|docker[ -]?compose|\bcompose\b"
+    r"|\bkubernetes\b|\bk8s\b|\bhelm\b|\bpodman\b",
+    re.IGNORECASE,
+)
+# Model access: credentials, authorization, reaching the provider, naming a model it knows.
+_MODEL = re.compile(
+    r"api[_ -]?key|authenticat|unauthori[sz]ed|\b401\b|\b403\b|forbidden|permission ?denied"
+    r"|access denied|invalid[_ ]?(?:api|credentials|token)|credentials"
+    r"|connection refused|connect(?:ion)?error|apiconnectionerror|connection error"
+    r"|failed to connect|name or service not known|nodename nor servname|temporary failure in name"
+    r"|no model provider|model api \S+ of model .* not recognized|unknown model|model[_ ]not[_ ]found"
+    r"|\bmodel\b[^.\n]{0,60}(?:does not exist|not found)|defined in the environment"
+    r"|environment variable .*(?:not set|missing|required)"
+    # a provider's constructor failing: its configuration or credentials
+    r"|inspect_ai/model/_providers/[^\"]+\", line \d+, in __init__",
+    re.IGNORECASE,
+)
+_MARKUP = re.compile(r"\[/?(?:bold|blue|red|green|yellow|italic|dim|link[^\]]*)\]")
+
+
+def classify(message: str, traceback: str = "") -> Literal["model", "sandbox", "task"]:
+    """The check an error belongs to, from its message and (the tail of) its traceback."""
+    text = f"{message}\n{_traceback_tail(traceback)}"
+    if _SANDBOX.search(text):
+        return "sandbox"
+    if _MODEL.search(text):
+        return "model"
+    return "task"
+
+
+def _traceback_tail(traceback: str, frames: int = 6) -> str:
+    """The last frames and the exception line: where the error came from, not the eval loop."""
+    lines = [line for line in traceback.splitlines() if line.strip()]
+    return "\n".join(lines[-frames * 2 :])
+
+
+def _clean(message: str, width: int = 300) -> str:
+    text = " ".join(_MARKUP.sub("", message).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_EXCEPTION_LINE = re.compile(r"^([\w.]*(?:Error|Exception|Exit|Interrupt)\w*)(?::\s*(.*))?$")
+
+
+def _stderr_error(stderr: str) -> tuple[str, str]:
+    """(what failed, its traceback) from a failed process's stderr: the last exception, its
+    type's short name with its message (which may run over several lines), else the last line."""
+    lines = [_MARKUP.sub("", line).rstrip() for line in stderr.splitlines()]
+    lines = [line for line in lines if line.strip()]
+    for index in range(len(lines) - 1, -1, -1):
+        found = _EXCEPTION_LINE.match(lines[index].strip())
+        if found and not lines[index].startswith(" "):
+            kind = found.group(1).rsplit(".", 1)[-1]
+            text = " ".join(
+                [(found.group(2) or "").strip(), *(line.strip() for line in lines[index + 1 :])]
+            ).strip()
+            text = re.sub(r"^ERROR:\s*", "", text)
+            return f"{kind}: {text}" if text else kind, "\n".join(lines[: index + 1])
+    return (lines[-1].strip() if lines else ""), ""
+
+
+# ---------- running ----------
+def smoke_root(workspace: str) -> Path:
+    return Path(workspace) / ".steward" / "smoke"
+
+
+def _new_smoke_dir(workspace: str) -> Path:
+    root = smoke_root(workspace)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1000):
+        path = root / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"cannot create a smoke directory under {root}")
+
+
+def _selection(tasks: list[TaskSpec], eval_set_id: str, log_dir: str, limit: int) -> dict:
+    selected = []
+    for spec in tasks:
+        entry = {"identifier": spec.identifier}
+        if spec.registry_name:
+            entry["registry_name"] = spec.registry_name
+        if spec.args_hash:
+            entry["args_hash"] = spec.args_hash
+        selected.append(entry)
+    return {
+        "version": SELECTION_VERSION,
+        "eval_set_id": eval_set_id,
+        "tasks": selected,
+        "overrides": {
+            "log_dir": log_dir,
+            "limit": limit,
+            "max_samples": max(4, limit * len(tasks)),
+        },
+    }
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def run_smoke(
+    workspace: str,
+    definition: str,
+    tasks: list[TaskSpec],
+    limit: int = 2,
+    time_cap: float = 300.0,
+    eval_set_id: str = "smoke",
+) -> SmokeResult:
+    """Run `limit` samples of each of `tasks` in one process, within `time_cap` seconds, and
+    report what failed. Never raises for an eval's failure."""
+    smoke_dir = _new_smoke_dir(workspace)
+    runner_dir = smoke_dir / "runner"  # not a log: kept out of the log listing
+    runner_dir.mkdir()
+    selection = runner_dir / "selection.json"
+    selection.write_text(
+        json.dumps(_selection(tasks, eval_set_id, str(smoke_dir.resolve()), limit), indent=1)
+    )
+    stdout_path, stderr_path = runner_dir / "stdout.log", runner_dir / "stderr.log"
+    env = {
+        **os.environ,
+        "INSPECT_EVAL_SET_SELECTION": str(selection.resolve()),
+        "STEWARD_WORKER": "1",
+        "STEWARD_APPROVALS_DIR": str(Path(workspace) / ".steward" / "approvals"),
+    }
+    for name in ("INSPECT_EVAL_SET_CAPTURE", "INSPECT_EVAL_SET_OVERRIDES"):
+        env.pop(name, None)
+
+    started = time.monotonic()
+    timed_out = False
+    returncode: int | None = None
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "worker.definition_runner", definition],
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,  # its own process group: a timeout kills all of it
+        )
+        try:
+            returncode = process.wait(timeout=time_cap)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(process)
+        except BaseException:
+            _kill_group(process)
+            raise
+    # A finished process may have left children (a sandbox helper) in its group.
+    if not timed_out:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    seconds = time.monotonic() - started
+    stderr = stderr_path.read_text(errors="replace")
+
+    checks, completed = _judge(tasks, smoke_dir, timed_out, returncode, stderr, time_cap)
+    return SmokeResult(
+        ok=not checks,
+        checks=checks,
+        tasks=[spec.name for spec in tasks],
+        log_dir=str(smoke_dir),
+        seconds=round(seconds, 2),
+        samples=completed,
+    )
+
+
+# ---------- reading the logs ----------
+def _logs_by_identifier(log_dir: Path) -> dict[str, list[str]]:
+    """task identifier -> its logs in `log_dir`, newest first."""
+    from inspect_ai._eval.evalset import task_identifier
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    found: dict[str, list[str]] = {}
+    for info in list_eval_logs(str(log_dir), recursive=False):
+        try:
+            header = read_eval_log(info.name, header_only=True)
+        except Exception:
+            continue
+        found.setdefault(task_identifier(header, None), []).append(info.name)
+    return found
+
+
+def _judge(
+    tasks: list[TaskSpec],
+    log_dir: Path,
+    timed_out: bool,
+    returncode: int | None,
+    stderr: str,
+    time_cap: float,
+) -> tuple[list[SmokeCheck], int]:
+    logs = _logs_by_identifier(log_dir)
+    checks: list[SmokeCheck] = []
+    completed = 0
+    for spec in tasks:
+        paths = logs.get(spec.identifier, [])
+        if not paths:
+            checks.append(_no_log_check(spec, timed_out, returncode, stderr, time_cap))
+            continue
+        check, done = _log_check(spec, paths[0], timed_out, returncode, stderr, time_cap)
+        completed += done
+        if check is not None:
+            checks.append(check)
+    return checks, completed
+
+
+def _no_log_check(
+    spec: TaskSpec, timed_out: bool, returncode: int | None, stderr: str, time_cap: float
+) -> SmokeCheck:
+    if timed_out:
+        return _check(spec, "timeout", f"did not finish within the {time_cap:g} s smoke cap")
+    line, traceback = _stderr_error(stderr)
+    line = _clean(line)
+    if returncode:
+        # The definition failed before the task ran; a missing credential shows here too.
+        kind = classify(line, traceback)
+        return _check(
+            spec,
+            "definition" if kind == "task" else kind,
+            line or f"the definition exited {returncode} without output",
+        )
+    return _check(
+        spec, "definition", "the definition ran but wrote no log for this task" + _tail(line)
+    )
+
+
+def _log_check(
+    spec: TaskSpec,
+    path: str,
+    timed_out: bool,
+    returncode: int | None,
+    stderr: str,
+    time_cap: float,
+) -> tuple[SmokeCheck | None, int]:
+    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+
+    try:
+        header = read_eval_log(path, header_only=True)
+    except Exception as err:
+        return _check(spec, "task", f"its smoke log cannot be read: {err}"), 0
+    try:
+        summaries = read_eval_log_sample_summaries(path)
+    except Exception:
+        summaries = []
+    done = sum(1 for s in summaries if s.completed and not s.error)
+    errored = [s for s in summaries if s.error]
+    if header.status == "success" and not errored:
+        return None, done
+    if errored:
+        sample = errored[0]
+        message, traceback = sample.error or "", _sample_traceback(path, sample)
+        what = f"sample {sample.id}: {_clean(message)}"
+        return _check(spec, classify(message, traceback), what), done
+    if header.status == "error" and header.error is not None:
+        message, traceback = header.error.message, header.error.traceback
+        return _check(spec, classify(message, traceback), _clean(message)), done
+    if timed_out:
+        return _check(
+            spec,
+            "timeout",
+            f"did not finish within the {time_cap:g} s smoke cap ({done} samples completed)",
+        ), done
+    line, traceback = _stderr_error(stderr)
+    line = _clean(line)
+    return _check(
+        spec,
+        classify(line, traceback) if line else "task",
+        f"the smoke process ended (exit {returncode}) with the task {header.status}" + _tail(line),
+    ), done
+
+
+def _sample_traceback(path: str, summary) -> str:  # type: ignore[no-untyped-def]
+    from inspect_ai.log import read_eval_log_sample
+
+    try:
+        sample = read_eval_log_sample(path, summary.id, summary.epoch, exclude_fields={"store"})
+    except Exception:
+        return ""
+    error = sample.error
+    return f"{error.traceback}" if error is not None else ""
+
+
+def _tail(line: str) -> str:
+    return f": {line}" if line else ""
+
+
+def _check(spec: TaskSpec, kind: CheckKind, message: str) -> SmokeCheck:
+    return SmokeCheck(task=spec.name, model=spec.model, check=kind, message=message)
+
+
+# ---------- after ----------
+def _accepts(item: str, check: SmokeCheck) -> bool:
+    item = item.strip()
+    if not item:
+        return False
+    if ":" in item:
+        task, _, kind = item.rpartition(":")
+        if kind in CHECK_KINDS or any(c in kind for c in "*?["):
+            return fnmatch.fnmatchcase(check.task, task) and fnmatch.fnmatchcase(check.check, kind)
+    if item in CHECK_KINDS:
+        return check.check == item
+    return fnmatch.fnmatchcase(check.task, item) or (
+        any(c in item for c in "*?[") and fnmatch.fnmatchcase(check.check, item)
+    )
+
+
+def waived(result: SmokeResult, accept: list[str]) -> list[SmokeCheck]:
+    """The failures of `result` not waived by `accept`: each item a check kind ("model"), a
+    task name ("my_task") or "task:check" ("my_task:sandbox"); fnmatch globs allowed."""
+    return [c for c in result.checks if not any(_accepts(item, c) for item in accept)]
+
+
+def describe(result: SmokeResult) -> str:
+    """One line per failure: "task (model): check — message"."""
+    return "\n".join(f"{c.task} ({c.model}): {c.check} — {c.message}" for c in result.checks)
