@@ -13,8 +13,9 @@ import shutil
 from pathlib import Path
 
 from pydantic import BaseModel
+from temporalio import activity
 
-from workflows.contracts import TaskSpec
+from workflows.contracts import FetchRequest, MoveRequest, TaskSpec
 from workflows.delta import ArchivedLog
 
 from .observe import _local_path
@@ -208,3 +209,27 @@ def move(path: str, directory: str) -> str:
         Path(directory).expanduser().mkdir(parents=True, exist_ok=True)
         os.replace(path, target)
     return target
+
+
+# ---------------------------------------------------------------- activities
+@activity.defn(name="fetch_from_store")
+def fetch_from_store(request: FetchRequest) -> dict[str, str]:
+    """Copy the store's logs that satisfy tasks into the run's log dir (idempotent)."""
+    return {identifier: fetch(path, request.log_dir) for identifier, path in request.hits.items()}
+
+
+@activity.defn(name="move_logs")
+def move_logs(request: MoveRequest) -> list[str]:
+    """Move logs to the archive or back; a log already moved (a retry) is skipped."""
+    moved = []
+    for path, directory in request.moves:
+        target = _join(directory, _name(path))
+        if not _exists(path) and _exists(target):
+            moved.append(target)
+            continue
+        moved.append(move(path, directory))
+    return moved
+
+
+def _exists(path: str) -> bool:
+    return _filesystem(path).exists(path if _is_url(path) else _local_path(path))

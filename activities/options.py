@@ -6,6 +6,7 @@ set and what is allowed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -130,4 +131,15 @@ def read_ramp_settings(request: RampSettingsRequest) -> RampSettings:
         stuck_after=options.stuck_after,
         prices=options.prices or {},
         cost_cap=options.cost_cap,
+        definition_hash=definition_hash(Path(request.workspace), request.definition),
     )
+
+
+def definition_hash(workspace: Path, definition: str | None) -> str | None:
+    """The definition file's content hash (None when it is unnamed or unreadable)."""
+    if not definition:
+        return None
+    try:
+        return hashlib.sha256((workspace / definition).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None

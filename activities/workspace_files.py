@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
+import structlog
 from temporalio import activity
 
 from workflows.contracts import (
@@ -20,7 +20,9 @@ from workflows.contracts import (
 from workflows.status_view import render_status_markdown
 
 from .observe import logs_by_identifier
-from .options import load_options
+from .options import OptionsError, load_options
+
+log = structlog.get_logger("steward.workspace")
 
 JOURNAL = "journal.jsonl"
 STATUS = "status.md"
@@ -101,7 +103,26 @@ def read_journal(workspace: Path, since: int = 0) -> list[dict]:
 def write_workspace(request: WorkspaceWrite) -> int:
     workspace = Path(request.workspace)
     write_atomic(workspace / STATUS, render_status_markdown(request.status))
-    return append_journal(workspace, request.journal)
+    written = append_journal(workspace, request.journal)
+    _sync(workspace, request.status.state.log_dir)
+    return written
+
+
+def _sync(workspace: Path, log_dir: str) -> None:
+    """Mirror the workspace's files to `sync` (default: the log dir). A mirror that cannot be
+    written never fails the tend: the workspace itself is the record."""
+    from .sync import sync_workspace
+
+    try:
+        target = load_options(workspace).sync or log_dir
+    except OptionsError:
+        target = log_dir
+    if not target:
+        return
+    try:
+        sync_workspace(str(workspace), target)
+    except Exception as err:  # noqa: BLE001
+        log.warning("sync failed", target=target, problem=str(err))
 
 
 def archive_dir(log_dir: str) -> Path:
@@ -151,13 +172,7 @@ def curate_logs(request: CurateRequest) -> CurateResult:
         if not store:
             result.problem = "no log_store is configured, so nothing was published"
             return result
-        store_dir = Path(store).expanduser()
-        store_dir.mkdir(parents=True, exist_ok=True)
-        for path in sorted(keep):
-            target = store_dir / Path(path).name
-            if not target.exists():
-                tmp = target.with_name(f".{target.name}.tmp")
-                shutil.copyfile(path, tmp)
-                os.replace(tmp, target)
-            result.published.append(str(target))
+        from .log_store import publish
+
+        result.published = publish(sorted(keep), store)
     return result

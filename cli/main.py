@@ -24,7 +24,7 @@ from workflows.decisions import RuleRequest, RuleResult
 from workflows.eval_run_state import unsupervised
 from workflows.options import standing_rules
 
-from . import pools, render, runs
+from . import launching, pools, render, runs
 from .output import BAD_INPUT, FAILED, OK, CommandError, bad_input, console, emit, fail, finish
 
 app = typer.Typer(
@@ -140,6 +140,29 @@ def launch(
     ] = None,
     workspace: WorkspaceOpt = None,
     by: ByOpt = "",
+    smoke_only: Annotated[
+        bool, typer.Option("--smoke", help="Rehearse: run the smoke and launch nothing.")
+    ] = False,
+    no_smoke: Annotated[bool, typer.Option("--no-smoke", help="Skip the smoke run.")] = False,
+    accept: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept",
+            help="Waive a smoke failure: a check (model, sandbox, task, timeout, definition), "
+            "a task name, or TASK:CHECK. Repeatable.",
+        ),
+    ] = None,
+    accept_archive: Annotated[
+        bool,
+        typer.Option(
+            "--accept-archive",
+            help="Commit a relaunch that moves results to logs-archive/ (removed or superseded).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the delta and the store hits; change nothing."),
+    ] = False,
     docker_pools: Annotated[
         str,
         typer.Option(
@@ -153,8 +176,13 @@ def launch(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Launch the workspace's eval set as a durable run (one live run per workspace)."""
+    """Launch the workspace's eval set as a durable run; on a live run, commit the edit's delta.
+
+    Resolves the definition, reuses what the log store answers, smokes the new work (2 samples
+    a task), then starts the run, or changes the live one (only new or changed work runs; moving
+    results to logs-archive/ needs --accept-archive)."""
     from worker.workspace import DEFAULT_DEFINITION
+    from workflows.delta import AmendRequest, AmendResult, gate
 
     ctx = runs.load_context(workspace)
     definition = definition or DEFAULT_DEFINITION
@@ -162,30 +190,80 @@ def launch(
         raise bad_input(
             f"The definition {ctx.workspace / definition} does not exist; create it or name another file."
         )
-    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
-    settings = RunSettings(
-        tend_interval=ctx.options.tend_interval,
-        stall_after=ctx.options.stall_after,
-        max_workers=ctx.options.max_workers,
-        samples_ramp=ctx.options.samples_ramp,
-        stuck_after=ctx.options.stuck_after,
-        heartbeat=ctx.options.heartbeat,
-        rules=standing_rules(ctx.options),
-        scan_model=ctx.options.scan_model,
-        scanners=ctx.options.scanners or [],
-        capacity_backend=ctx.options.capacity_backend,
-        kubernetes_namespace=ctx.options.kubernetes_namespace,
-        prices=ctx.options.prices or {},
-        cost_cap=ctx.options.cost_cap,
-    )
     if docker_pools not in pools.CHOICES:
         raise bad_input(
             f"--docker-pools must be one of {', '.join(pools.CHOICES)}, not {docker_pools!r}."
         )
-    status = asyncio.run(runs.start_run(ctx, definition, settings, _who(by)))
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
+    plan = launching.make_plan(ctx, definition)
+    document = plan.document()
+    if dry_run:
+        emit(as_json, {"ok": True, "dry_run": True, **document}, lambda: _print_dry_run(plan))
+        return
+    if plan.live is not None:
+        refusal = gate(plan.delta, accept_archive)
+        if refusal:
+            if not as_json:
+                launching.print_plan(plan)
+            raise bad_input(refusal)
+    to_run = plan.to_run()
+    if to_run and (smoke_only or (ctx.options.smoke and not no_smoke)):
+        document["smoke"] = launching.smoke(ctx, definition, to_run, accept or [], as_json)
+    if smoke_only:
+        emit(
+            as_json,
+            {"ok": True, **document},
+            lambda: console.print("Rehearsed; nothing was launched.", highlight=False),
+        )
+        return
+    if plan.live is not None:
+        if not plan.delta.changed and not plan.store_hits:
+            emit(
+                as_json,
+                {"ok": True, **plan.live.model_dump(mode="json"), **document, "amended": None},
+                lambda: render.print_status(plan.live),
+            )
+            return
+        result = _update(
+            ctx,
+            "amend",
+            AmendRequest(
+                capture=plan.capture,
+                rows=plan.delta.rows,
+                definition_hash=plan.definition_hash,
+                store_hits=plan.store_hits,
+                by=_who(by),
+            ),
+            AmendResult,
+        )
+        status = asyncio.run(runs.current_status(ctx))
+        emit(
+            as_json,
+            {
+                "ok": True,
+                **status.model_dump(mode="json"),
+                **document,
+                "amended": result.model_dump(),
+            },
+            lambda: _print_amended(plan, result, status),
+        )
+        return
+    status = asyncio.run(
+        runs.start_run(
+            ctx,
+            definition,
+            _settings(ctx),
+            _who(by),
+            log_dir=plan.log_dir,
+            capture=plan.capture,
+            definition_hash=plan.definition_hash,
+            store_hits=plan.store_hits,
+        )
+    )
     if status.state.phase == "failed":
         raise bad_input(status.state.error or "the run failed to start")
     if not as_json:
+        launching.print_plan(plan)
         render.print_status(status)
     advice = pools.check_docker_pools(
         status, ctx.options.samples_ramp, docker_pools, daemon_json, quiet=as_json
@@ -193,9 +271,54 @@ def launch(
     if as_json:
         emit(
             True,
-            {"ok": True, **status.model_dump(mode="json"), "docker_pools": advice},
+            {"ok": True, **status.model_dump(mode="json"), **document, "docker_pools": advice},
             lambda: None,
         )
+
+
+def _settings(ctx: runs.Context) -> RunSettings:
+    options = ctx.options
+    return RunSettings(
+        tend_interval=options.tend_interval,
+        stall_after=options.stall_after,
+        max_workers=options.max_workers,
+        samples_ramp=options.samples_ramp,
+        stuck_after=options.stuck_after,
+        heartbeat=options.heartbeat,
+        rules=standing_rules(options),
+        scan_model=options.scan_model,
+        scanners=options.scanners or [],
+        capacity_backend=options.capacity_backend,
+        kubernetes_namespace=options.kubernetes_namespace,
+        prices=options.prices or {},
+        cost_cap=options.cost_cap,
+    )
+
+
+def _print_dry_run(plan) -> None:
+    if plan.live is None:
+        names = ", ".join(t.name for t in plan.capture.tasks)
+        console.print(
+            f"Would launch a new run of {names} (logs in {plan.log_dir}).", highlight=False
+        )
+    launching.print_plan(plan)
+    console.print("Dry run: nothing was changed.", highlight=False)
+
+
+def _print_amended(plan, result, status) -> None:
+    launching.print_plan(plan)
+    parts = [
+        f"{label}: {', '.join(names)}"
+        for label, names in (
+            ("runs", result.added),
+            ("archived", result.archived),
+            ("restored", result.restored),
+            ("from the store", result.reused),
+        )
+        if names
+    ]
+    console.print("Committed. " + ("; ".join(parts) or "Nothing to run."), highlight=False)
+    render.print_status(status)
 
 
 @app.command()

@@ -22,6 +22,7 @@ from workflows.contracts import (
     SETTLED_PHASES,
     TERMINAL_PHASES,
     WORKFLOW_TASK_QUEUE,
+    Capture,
     RunInput,
     RunSettings,
     RunState,
@@ -127,7 +128,17 @@ async def register_search_attributes(client) -> None:
         )
 
 
-async def start_run(ctx: Context, definition: str, settings: RunSettings, launched_by: str) -> Any:
+async def start_run(
+    ctx: Context,
+    definition: str,
+    settings: RunSettings,
+    launched_by: str,
+    *,
+    log_dir: str | None = None,
+    capture: Capture | None = None,
+    definition_hash: str | None = None,
+    store_hits: dict[str, str] | None = None,
+) -> Any:
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
@@ -144,10 +155,13 @@ async def start_run(ctx: Context, definition: str, settings: RunSettings, launch
         workspace=str(ctx.workspace),
         definition=definition,
         host_queue=host_queue(),
-        log_dir=str(ctx.workspace / "logs"),
+        log_dir=log_dir or str(ctx.workspace / "logs"),
         settings=settings,
         launched_by=launched_by,
         web_ui=run_url(ctx.target, ctx.workflow_id),
+        capture=capture,
+        definition_hash=definition_hash,
+        store_hits=store_hits or {},
     )
     try:
         handle = await client.start_workflow(
@@ -349,3 +363,26 @@ async def delete_run(target: Target, run: str | None, by: str) -> str:
             )
         )
     return workflow_id
+
+
+async def live_status(ctx: Context) -> RunStatus | None:
+    """The workspace's run while its workflow is open (queued, running, finished awaiting
+    signoff), else None: a launch then starts a new run."""
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError, RPCStatusCode
+
+    client = await client_for(ctx.target)
+    handle = client.get_workflow_handle(ctx.workflow_id, result_type=RunState)
+    try:
+        description = await handle.describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise
+    if description.status != WorkflowExecutionStatus.RUNNING:
+        return None
+    return await query_status(handle, ctx)
+
+
+async def current_status(ctx: Context) -> RunStatus:
+    return await query_status(await run_handle(ctx), ctx)

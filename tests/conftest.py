@@ -24,6 +24,8 @@ def _session_env(data_dir: Path) -> dict[str, str]:
         STEWARD_TEMPORAL_PORT=str(free_port()),
         STEWARD_TEMPORAL_UI_PORT=str(free_port()),
         PYTHONUNBUFFERED="1",
+        # Launch smokes by default; tests that are about the smoke turn it back on.
+        STEWARD_SMOKE="false",
         # Suggest continue-as-new early so every longer test run exercises it.
         STEWARD_TEMPORAL_DEV_ARGS="--dynamic-config-value limit.historyCount.suggestContinueAsNew=150",
     )

@@ -18,6 +18,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.capacity import probe_capacity, reap_sandboxes_activity, request_admission
 from activities.capture import capture_definition
+from activities.log_store import fetch_from_store, move_logs
 from activities.notify import notify
 from activities.observe import apply_setpoints, observe_run
 from activities.options import read_ramp_settings
@@ -36,6 +37,8 @@ ACTIVITIES = [
     apply_setpoints,
     capture_definition,
     curate_logs,
+    fetch_from_store,
+    move_logs,
     notify,
     observe_run,
     probe_capacity,

@@ -1,9 +1,9 @@
 """What the CLI needs of a workspace, from the one place that does it (the CLI never imports
 activities directly; the worker hosts them)."""
 
-from activities import docker_pools
+from activities import docker_pools, log_store, smoke
 from activities.capture import DefinitionError, capture_definition_sync
-from activities.options import OptionsError, load_options
+from activities.options import OptionsError, definition_hash, load_options
 from activities.workspace import (
     DEFAULT_DEFINITION,
     WorkspaceError,
@@ -19,7 +19,10 @@ __all__ = [
     "OptionsError",
     "WorkspaceError",
     "capture_definition_sync",
+    "definition_hash",
     "docker_pools",
+    "log_store",
+    "smoke",
     "find_workspace",
     "init_workspace",
     "load_options",

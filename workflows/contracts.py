@@ -202,6 +202,9 @@ class RunInput(BaseModel):
     launched_by: str = ""
     web_ui: str | None = None  # the Temporal web UI page of this run, when there is one
     state: RunState | None = None  # carried over continue-as-new
+    capture: Capture | None = None  # resolved by `steward launch` (else the run captures)
+    definition_hash: str | None = None  # of the definition that was launched (drift)
+    store_hits: dict[str, str] = Field(default_factory=dict)  # identifier -> log store path
 
 
 class CostState(BaseModel):
@@ -246,6 +249,10 @@ class RunState(BaseModel):
     signoff: Signoff | None = None
     capacity: CapacityState = Field(default_factory=CapacityState)
     cost: CostState = Field(default_factory=CostState)
+    definition_hash: str | None = None  # of the definition committed last (launch or amend)
+    drift: list[str] = Field(default_factory=list)  # delta lines of an edit not launched
+    drift_hash: str | None = None  # the edited definition the drift lines describe
+    reused: list[str] = Field(default_factory=list)  # task names satisfied from the log store
 
     def task(self, identifier: str) -> TaskState:
         return next(t for t in self.tasks if t.spec.identifier == identifier)
@@ -342,6 +349,7 @@ class SetpointRequest(BaseModel):
 
 class RampSettingsRequest(BaseModel):
     workspace: str
+    definition: str | None = None  # also hash the definition file (drift)
 
 
 class RampSettings(BaseModel):
@@ -354,6 +362,7 @@ class RampSettings(BaseModel):
     stuck_after: float | None = None
     prices: dict[str, Price] | None = None
     cost_cap: CostCap | None = None
+    definition_hash: str | None = None  # of the definition file as it is now
 
 
 # ---------- decisions ----------
@@ -432,3 +441,13 @@ class CollectView(BaseModel):
 RunState.model_rebuild()
 RunInput.model_rebuild()
 ObserveRequest.model_rebuild()
+
+
+# ---------- logs and change ----------
+class FetchRequest(BaseModel):
+    hits: dict[str, str]  # task identifier -> log store path
+    log_dir: str
+
+
+class MoveRequest(BaseModel):
+    moves: list[tuple[str, str]]  # (log path, destination directory)

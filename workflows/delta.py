@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from .contracts import TaskSpec
+from .contracts import Capture, TaskSpec
 
 RowKind = Literal["add", "extend", "removed", "superseded", "restore", "unchanged"]
 ARCHIVE_DIR = "logs-archive/"
@@ -308,3 +308,21 @@ def delta_lines(delta: Delta) -> list[str]:
     if not delta.changed:
         lines.insert(0, "no changes")
     return lines
+
+
+# ---------------------------------------------------------------- the workflow's side
+class AmendRequest(BaseModel):
+    """A relaunch: the new capture, its delta against the run, and what the store answers."""
+
+    capture: Capture
+    rows: list[DeltaRow]
+    definition_hash: str | None = None
+    store_hits: dict[str, str] = Field(default_factory=dict)
+    by: str = ""
+
+
+class AmendResult(BaseModel):
+    added: list[str] = Field(default_factory=list)  # task names that will run
+    archived: list[str] = Field(default_factory=list)
+    restored: list[str] = Field(default_factory=list)
+    reused: list[str] = Field(default_factory=list)

@@ -37,13 +37,16 @@ with workflow.unsafe.imports_passed_through():
         CollectView,
         CurateRequest,
         CurateResult,
+        FetchRequest,
         JournalEvent,
+        MoveRequest,
         Notice,
         NotifyRequest,
         NotifyResult,
         Observation,
         ObserveRequest,
         PauseRequest,
+        Progress,
         RampSettings,
         RampSettingsRequest,
         RunInput,
@@ -57,12 +60,14 @@ with workflow.unsafe.imports_passed_through():
         SpawnRequest,
         StopRequest,
         StopResult,
+        TaskState,
         TendSummary,
         TidyRequest,
         WorkerProcess,
         WorkspaceWrite,
     )
     from .decisions import Anomaly, RuleRequest, RuleResult
+    from .delta import AmendRequest, AmendResult, compute_delta, delta_lines
     from .eval_run_state import effective_interval, visible_state
 
 STATE_KEY = SearchAttributeKey.for_keyword("StewardState")
@@ -87,6 +92,7 @@ class EvalRun:
         # which ended as soon as every task was complete).
         self._decisions = False
         self._capacity = False  # admission through the capacity ledger (off for older runs)
+        self._delta = False  # drift reports (off for older runs)
 
     # ---------------------------------------------------------------- main loop
     @workflow.run
@@ -108,6 +114,7 @@ class EvalRun:
     async def _run(self, run_input: RunInput) -> None:
         self._decisions = workflow.patched("decisions-v1")
         self._capacity = workflow.patched("capacity-v1")
+        self._delta = workflow.patched("delta-v1")
         if run_input.state is not None:
             self._state = run_input.state
         else:
@@ -273,6 +280,161 @@ class EvalRun:
         if problem:
             raise ApplicationError(problem)
 
+    @workflow.update
+    async def amend(self, request: AmendRequest) -> AmendResult:
+        """Commit a relaunch's delta (`steward launch` after an edit): archive what it removes
+        or supersedes, restore what the archive answers, reuse what the store answers, and
+        queue only the new or grown work; a task whose identifier survived keeps its log."""
+        async with self._lock:
+            state, result = self._state, AmendResult()
+            leaving = {r.identifier for r in request.rows if r.kind in ("removed", "superseded")}
+            await self._stop_workers_of(leaving)
+            archive = _archive_of(state.log_dir)
+            moves = [
+                (path, archive if row.kind != "restore" else state.log_dir)
+                for row in request.rows
+                if row.kind in ("removed", "superseded", "restore")
+                for path in row.moves
+            ]
+            moved: list[str] = []
+            if moves:
+                moved = await self._activity(
+                    "move_logs", MoveRequest(moves=moves), result_type=list[str]
+                )
+            destination = dict(zip([path for path, _ in moves], moved, strict=True))
+            result.archived = [m for m in moved if m.startswith(archive)]
+            restored = {
+                row.identifier: destination[row.moves[0]]
+                for row in request.rows
+                if row.kind == "restore" and row.moves
+            }
+            fetched: dict[str, str] = {}
+            if request.store_hits:
+                fetched = await self._activity(
+                    "fetch_from_store",
+                    FetchRequest(hits=request.store_hits, log_dir=state.log_dir),
+                    result_type=dict[str, str],
+                    timeout=timedelta(minutes=10),
+                )
+            state.tasks = self._amended_tasks(request, restored, fetched, result)
+            state.reused = sorted({*state.reused, *result.reused})
+            state.definition_hash = request.definition_hash
+            state.drift, state.drift_hash = [], None
+            self._journal(
+                "amended",
+                by=request.by,
+                rows=[f"{r.kind} {r.name} ({r.model}): {r.detail}" for r in request.rows],
+                runs=result.added,
+                archived=result.archived,
+                restored=result.restored,
+                reused=result.reused,
+            )
+            if state.phase in ("finished", "stalled"):
+                state.phase = policy.run_phase(state)
+            await self._write_workspace()
+            self._upsert_visibility()
+            self._wake = True
+            return result
+
+    @amend.validator
+    def _validate_amend(self, request: AmendRequest) -> None:
+        phase = self._state.phase
+        if phase in TERMINAL_PHASES or phase in ("cancelling", "capturing"):
+            raise ApplicationError(
+                f"The run is {phase}; it takes no changes (launch a new run once it has ended)."
+            )
+
+    def _amended_tasks(
+        self,
+        request: AmendRequest,
+        restored: dict[str, str],
+        fetched: dict[str, str],
+        result: AmendResult,
+    ) -> list[TaskState]:
+        old = {t.spec.identifier: t for t in self._state.tasks}
+        fresh = {
+            t.spec.identifier: t for t in policy.initial_tasks(request.capture, self._settings)
+        }
+        tasks = []
+        for spec in request.capture.tasks:
+            task = old.get(spec.identifier)
+            if task is not None:
+                grew = spec.samples > task.spec.samples or spec.epochs > task.spec.epochs
+                task.spec = spec
+                if grew and task.phase in ("complete", "given_up", "stalled"):
+                    # Resume its log: the samples it holds are reused, only the rest run.
+                    task.phase, task.log_status, task.fruitless = "pending", "extend", 0
+                    result.added.append(spec.name)
+                tasks.append(task)
+                continue
+            task = fresh[spec.identifier]
+            if spec.identifier in restored:
+                _mark_complete(task, restored[spec.identifier])
+                result.restored.append(spec.name)
+            elif spec.identifier in fetched:
+                _mark_complete(task, fetched[spec.identifier])
+                result.reused.append(spec.name)
+            else:
+                result.added.append(spec.name)
+            tasks.append(task)
+        return tasks
+
+    async def _follow_drift(self, current: str | None) -> None:
+        """An edit of the definition that was not launched is drift: resolve the edit once
+        (per version of the file) and report what a launch would change, every tend."""
+        state = self._state
+        if current is None or state.definition_hash is None:
+            return
+        if current == state.definition_hash:
+            if state.drift:
+                state.drift, state.drift_hash = [], None
+                self._journal("drift cleared", reason="the definition is as launched again")
+            return
+        if current == state.drift_hash:
+            return
+        assert self._input is not None
+        try:
+            capture: Capture = await self._activity(
+                "capture_definition",
+                CaptureRequest(workspace=self._input.workspace, definition=self._input.definition),
+                result_type=Capture,
+                timeout=timedelta(minutes=10),
+                attempts=1,
+            )
+        except ActivityError as err:
+            state.drift = [f"the edited definition does not resolve: {_cause(err)}"]
+        else:
+            committed = [t.spec for t in state.tasks]
+            logs = {t.spec.identifier: t.log for t in state.tasks}
+            delta = compute_delta(committed, logs, capture.tasks, [])
+            state.drift = delta_lines(delta) if delta.changed else []
+        state.drift_hash = current
+        if state.drift:
+            self._journal(
+                "drift", changes=state.drift, hint="`steward launch --dry-run` shows the delta"
+            )
+
+    async def _stop_workers_of(self, identifiers: set[str]) -> None:
+        """Stop the workers running tasks that leave the run; their other tasks respawn."""
+        state = self._state
+        workers = [w for w in state.workers.values() if set(w.tasks) & identifiers]
+        if not workers:
+            return
+        await self._activity(
+            "stop_workers",
+            StopRequest(workers=workers, grace_seconds=30.0),
+            result_type=StopResult,
+            timeout=timedelta(minutes=3),
+            heartbeat=timedelta(seconds=15),
+        )
+        for worker in workers:
+            state.workers.pop(worker.worker_id, None)
+            for identifier in worker.tasks:
+                task = next((t for t in state.tasks if t.spec.identifier == identifier), None)
+                if task is not None and task.phase == "running":
+                    task.phase, task.worker_id = "pending", None
+            self._journal("worker stopped", worker=worker.worker_id, reason="its task left the run")
+
     @workflow.query
     def collect_view(self, since: int) -> CollectView:
         triage = self._state.triage
@@ -433,7 +595,9 @@ class EvalRun:
     async def _capture(self) -> bool:
         assert self._input is not None
         try:
-            capture: Capture = await self._activity(
+            # `steward launch` resolved the definition already (to smoke it and match the log
+            # store); a run started without one resolves it here.
+            capture: Capture = self._input.capture or await self._activity(
                 "capture_definition",
                 CaptureRequest(workspace=self._input.workspace, definition=self._input.definition),
                 result_type=Capture,
@@ -450,6 +614,7 @@ class EvalRun:
         self._state.tasks = policy.initial_tasks(capture, self._settings)
         self._state.sandbox_budget = policy.sandbox_budget_of(capture)
         self._state.log_dir = capture.log_dir or self._input.log_dir
+        self._state.definition_hash = self._input.definition_hash
         self._state.phase = "running"
         self._journal(
             "captured",
@@ -458,7 +623,26 @@ class EvalRun:
             log_dir=self._state.log_dir,
             sandbox_budget=self._state.sandbox_budget,
         )
+        if self._input.store_hits:
+            reused = await self._reuse_from_store(self._input.store_hits)
+            self._journal("reused from store", tasks=reused)
         return True
+
+    async def _reuse_from_store(self, hits: dict[str, str]) -> list[str]:
+        """Copy the store's logs that satisfy tasks into the log dir; those tasks are done."""
+        fetched: dict[str, str] = await self._activity(
+            "fetch_from_store",
+            FetchRequest(hits=hits, log_dir=self._state.log_dir),
+            result_type=dict[str, str],
+            timeout=timedelta(minutes=10),
+        )
+        names = []
+        for task in self._state.tasks:
+            if task.spec.identifier in fetched:
+                _mark_complete(task, fetched[task.spec.identifier])
+                names.append(task.spec.name)
+        self._state.reused = sorted({*self._state.reused, *names})
+        return names
 
     async def _tend_locked(self) -> TendSummary:
         async with self._lock:
@@ -767,9 +951,11 @@ class EvalRun:
         state = self._state
         fresh: RampSettings = await self._activity(
             "read_ramp_settings",
-            RampSettingsRequest(workspace=self._input.workspace),
+            RampSettingsRequest(workspace=self._input.workspace, definition=self._input.definition),
             result_type=RampSettings,
         )
+        if self._delta:
+            await self._follow_drift(fresh.definition_hash)
         if fresh.problem != state.options_problem:
             state.options_problem = fresh.problem
             if fresh.problem:
@@ -1218,6 +1404,18 @@ class EvalRun:
                 TOTAL_KEY.value_set(state.samples_total),
             ]
         )
+
+
+def _mark_complete(task: TaskState, log: str) -> None:
+    """A task answered by an existing log (from the store, or restored from the archive)."""
+    task.phase, task.log, task.log_status, task.worker_id = "complete", log, "success", None
+    planned = task.spec.planned_samples
+    task.progress = Progress(total=planned, completed=planned)
+
+
+def _archive_of(log_dir: str) -> str:
+    """`logs-archive/` beside the log dir (as activities/workspace_files.archive_dir says)."""
+    return log_dir.rstrip("/") + "-archive"
 
 
 def _smaller(a: int | None, b: int | None) -> int | None:

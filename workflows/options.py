@@ -112,6 +112,12 @@ class StewardOptions(BaseModel):
     sync: str | None = _option(
         None, "Logs", "Where the workspace's files are mirrored on each tend (null: the log dir)."
     )
+    smoke: bool = _option(
+        True,
+        "Execution",
+        "Launch starts with a smoke run (2 samples per task, 5 minute cap); "
+        "`--no-smoke` skips it once.",
+    )
     tend_interval: Duration = _option(
         "10m", "Supervision", "How often a scheduled tend runs, with a unit."
     )

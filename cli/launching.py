@@ -1,0 +1,130 @@
+"""What `steward launch` works out before it starts or changes a run: the resolved definition,
+what the log store already answers, the delta against the live run (and its archive gate),
+and the smoke run of the work that is new."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from workflows.contracts import Capture, RunStatus, TaskSpec
+from workflows.delta import Delta, compute_delta, delta_lines
+
+from . import runs
+from .output import CommandError, bad_input, console
+
+SMOKE_SAMPLES = 2
+SMOKE_CAP_S = 300.0
+RUNS_WORK = ("add", "extend")  # rows whose work runs (restore and unchanged do not)
+
+
+@dataclass
+class LaunchPlan:
+    capture: Capture
+    definition_hash: str | None
+    log_dir: str
+    store_hits: dict[str, str]  # task identifier -> the store's log answering it
+    live: RunStatus | None  # the workspace's open run, if there is one
+    delta: Delta
+
+    def name_of(self, identifier: str) -> str:
+        return next(t.name for t in self.capture.tasks if t.identifier == identifier)
+
+    def to_run(self) -> list[TaskSpec]:
+        """The tasks whose work would run: new or grown, and not answered by the store."""
+        running = {r.identifier for r in self.delta.rows if r.kind in RUNS_WORK}
+        return [
+            t
+            for t in self.capture.tasks
+            if t.identifier in running and t.identifier not in self.store_hits
+        ]
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "delta": [r.model_dump(mode="json") for r in self.delta.rows],
+            "store_hits": sorted(self.name_of(i) for i in self.store_hits),
+            "log_dir": self.log_dir,
+        }
+
+
+def make_plan(ctx: runs.Context, definition: str) -> LaunchPlan:
+    from worker.workspace import (
+        DefinitionError,
+        capture_definition_sync,
+        definition_hash,
+        log_store,
+    )
+
+    try:
+        capture = capture_definition_sync(str(ctx.workspace), definition)
+    except DefinitionError as err:
+        raise bad_input(str(err)) from err
+    live = asyncio.run(runs.live_status(ctx))
+    if live is not None:
+        log_dir = live.state.log_dir
+        committed = [t.spec for t in live.state.tasks]
+        logs = {t.spec.identifier: t.log for t in live.state.tasks}
+        delta = compute_delta(committed, logs, capture.tasks, log_store.archived_logs(log_dir))
+    else:
+        log_dir = capture.log_dir or log_store.log_dir_for(str(ctx.workspace), ctx.options.log_root)
+        delta = compute_delta([], {}, capture.tasks, [])
+    hits: dict[str, str] = {}
+    if ctx.options.log_store:
+        wanted = [t for t in capture.tasks if _row_kind(delta, t.identifier) in RUNS_WORK]
+        entries = log_store.index_store(ctx.options.log_store)
+        hits = {i: e.path for i, e in log_store.satisfied(wanted, entries).items()}
+    return LaunchPlan(
+        capture=capture,
+        definition_hash=definition_hash(ctx.workspace, definition),
+        log_dir=log_dir,
+        store_hits=hits,
+        live=live,
+        delta=delta,
+    )
+
+
+def _row_kind(delta: Delta, identifier: str) -> str | None:
+    return next((r.kind for r in delta.rows if r.identifier == identifier), None)
+
+
+def print_plan(plan: LaunchPlan) -> None:
+    if plan.live is not None:
+        console.print(f"Delta against the live run ({plan.live.state.phase}):", highlight=False)
+        for line in delta_lines(plan.delta):
+            console.print(f"  {line}", highlight=False)
+    if plan.store_hits:
+        names = ", ".join(sorted(plan.name_of(i) for i in plan.store_hits))
+        console.print(f"From the log store (not run): {names}", highlight=False)
+
+
+def smoke(
+    ctx: runs.Context, definition: str, tasks: list[TaskSpec], accept: list[str], quiet: bool
+) -> dict[str, Any]:
+    """Smoke the work about to run; a failure not waived stops the launch with what failed."""
+    from worker.workspace import smoke as smoke_run
+
+    if not quiet:
+        names = ", ".join(t.name for t in tasks)
+        console.print(f"Smoke: {SMOKE_SAMPLES} samples each of {names} ...", highlight=False)
+    result = smoke_run.run_smoke(
+        str(ctx.workspace), definition, tasks, limit=SMOKE_SAMPLES, time_cap=SMOKE_CAP_S
+    )
+    failures = smoke_run.waived(result, accept)
+    document = {**result.model_dump(mode="json"), "failures": [f.model_dump() for f in failures]}
+    if failures:
+        lines = "; ".join(f"{f.task} ({f.model}): {f.check} — {f.message}" for f in failures)
+        raise CommandError(
+            f"The smoke run failed, so nothing was launched: {lines}. Fix it, or waive a check "
+            "with --accept CHECK (model, sandbox, task, timeout, definition, or TASK:CHECK), or "
+            "skip the smoke with --no-smoke."
+        )
+    if not quiet:
+        waived = len(result.checks) - len(failures)
+        console.print(
+            f"Smoke passed: {result.samples} samples in {result.seconds:.0f} s"
+            + (f" ({waived} failure(s) waived)" if waived else "")
+            + ".",
+            highlight=False,
+        )
+    return document
