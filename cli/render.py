@@ -47,6 +47,12 @@ def print_status(status: RunStatus) -> None:
     spent = cost_line(state)
     if spent:
         console.print(f"cost: {spent}", highlight=False)
+    if state.drift:
+        console.print(
+            "[yellow]drift[/]: the definition was edited but not launched; `steward launch` "
+            "would: " + "; ".join(state.drift),
+            highlight=False,
+        )
     cap = state.capacity
     if cap.domain_id is not None:
         held = ", ".join(f"{k} {v:g}" for k, v in cap.held.items()) or "nothing"

@@ -61,9 +61,7 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(
         # inspect_ai too: a process that ran an eval has Inspect's logging filter on its
         # handlers, and a workflow's log line would otherwise import Inspect inside the sandbox.
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(
-            "workflows", "inspect_ai"
-        )
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows", "inspect_ai")
     )
 
 

@@ -166,6 +166,7 @@ class TaskState(BaseModel):
     pushback_streak: int = 0
     budget_clamped: bool = False  # the sandbox budget stopped its climb (journalled once)
     usage: dict[str, ModelTokens] = Field(default_factory=dict)  # its log's tokens per model
+    extending: str | None = None  # a complete log that now holds too little (a relaunch grew it)
 
 
 class JournalEvent(BaseModel):

@@ -364,6 +364,7 @@ class EvalRun:
                 if grew and task.phase in ("complete", "given_up", "stalled"):
                     # Resume its log: the samples it holds are reused, only the rest run.
                     task.phase, task.log_status, task.fruitless = "pending", "extend", 0
+                    task.extending = task.log
                     result.added.append(spec.name)
                 tasks.append(task)
                 continue

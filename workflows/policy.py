@@ -64,6 +64,10 @@ def apply_observation(
         seen = observation.tasks.get(task.spec.identifier)
         if seen is None:
             continue
+        if task.extending is not None:
+            if seen.log in (None, task.extending):
+                continue  # the log it grows from says nothing yet of the new work
+            task.extending = None
         if seen.progress is not None:
             task.progress = seen.progress
         if seen.log is not None:

@@ -77,6 +77,13 @@ def render_status_markdown(status: RunStatus) -> str:
     spent = cost_line(state)
     if spent:
         lines.append(f"- Cost: {spent}")
+    if state.reused:
+        lines.append(f"- From the log store (not run): {', '.join(state.reused)}")
+    if state.drift:
+        lines.append(
+            "- **Drift**: the definition was edited but not launched; `steward launch` would: "
+            + "; ".join(state.drift)
+        )
     cap = state.capacity
     if cap.domain_id is not None:
         held = ", ".join(f"{k} {v:g}" for k, v in cap.held.items()) or "nothing"
