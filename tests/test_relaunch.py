@@ -8,7 +8,14 @@ from pathlib import Path
 
 from inspect_ai.log import read_eval_log
 
-from .helpers import DEFINITION_HEAD, Steward, make_workspace, wait_for
+from .helpers import (
+    DEFINITION_HEAD,
+    Steward,
+    fetch_history,
+    make_workspace,
+    replay,
+    wait_for,
+)
 
 TASK = """
 @task
@@ -119,6 +126,7 @@ def test_relaunch_commits_the_delta_gates_archiving_and_restores(steward: Stewar
     # The workspace's files are mirrored beside the logs on each tend.
     mirror = workspace / "logs" / "_steward"
     assert (mirror / "status.md").is_file() and (mirror / "journal.jsonl").is_file()
+    replay(fetch_history(steward, amended["workflow_id"]), record_as="eval_run_delta_v1_amend")
 
 
 def test_a_second_workspace_reuses_published_results(steward: Steward, workspace_root):
@@ -148,10 +156,12 @@ def test_a_second_workspace_reuses_published_results(steward: Steward, workspace
 
 
 def test_a_failed_smoke_blocks_the_launch_until_waived(steward: Steward, workspace_root):
+    log_root = workspace_root / "machine-logs"
     workspace = make_workspace(
         steward,
         workspace_root,
         {"fragile": 6},
+        options=f"log_root: {log_root}\n",
         dotenv="STEWARD_OFFLINE_FAIL=fragile-2\n",
     )
     smoke_on = {"STEWARD_SMOKE": "true"}
@@ -168,4 +178,8 @@ def test_a_failed_smoke_blocks_the_launch_until_waived(steward: Steward, workspa
     waived = steward.ok("launch", "--accept", "fragile:task", cwd=workspace, env=smoke_on)
     assert waived["smoke"]["checks"][0]["check"] == "task"
     assert waived["state"]["phase"] in ("running", "finished")
+    # log_root: one directory per workspace under the machine's root, named for it.
+    log_dir = Path(waived["state"]["log_dir"])
+    assert log_dir.parent == log_root and log_dir.name.startswith("ws-")
+    wait_for(lambda: list(log_dir.glob("*.eval")), what="a log under log_root")
     steward.ok("cancel", cwd=workspace)
