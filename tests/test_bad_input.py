@@ -157,7 +157,9 @@ def test_status_of_a_workspace_never_launched(steward, tmp_path):
         assert json.loads(result.stdout)["ok"] is False
 
 
-def test_second_launch_while_live_is_refused(steward, workspace_root):
+def test_second_launch_while_live_changes_nothing(steward, workspace_root):
+    """Launching again is how an edit reaches a live run; without an edit it starts no second
+    run and commits nothing."""
     workspace = make_workspace(
         steward,
         workspace_root,
@@ -166,7 +168,9 @@ def test_second_launch_while_live_is_refused(steward, workspace_root):
         dotenv="STEWARD_OFFLINE_DELAY=1\n",
     )
     first = steward.ok("launch", cwd=workspace)
-    _refused(steward("launch", cwd=workspace), 2, "already live", first["workflow_id"])
+    again = steward.ok("launch", cwd=workspace)
+    assert again["workflow_id"] == first["workflow_id"] and again["amended"] is None
+    assert [r["kind"] for r in again["delta"]] == ["unchanged"]
     runs = [r for r in steward.ok("runs")["runs"] if r["workflow_id"] == first["workflow_id"]]
     assert len(runs) == 1
     steward.ok("cancel", cwd=workspace)

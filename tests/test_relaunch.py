@@ -56,7 +56,10 @@ V2 = {"alpha": ("Be brief.", 2), "beta": ("Be very brief.", 1), "delta": ("Be br
 
 
 def test_relaunch_commits_the_delta_gates_archiving_and_restores(steward: Steward, workspace_root):
-    workspace = make_workspace(steward, workspace_root, {"placeholder": 1})
+    # One worker process for all tasks: the delta is the point here, not the fleet.
+    workspace = make_workspace(
+        steward, workspace_root, {"placeholder": 1}, options="max_workers: 1\n"
+    )
     _definition(workspace, V1)
     steward.ok("launch", cwd=workspace)
     first = _tasks(steward.wait_phase(workspace, {"finished"}, tend=True))
@@ -131,7 +134,7 @@ def test_relaunch_commits_the_delta_gates_archiving_and_restores(steward: Stewar
 
 def test_a_second_workspace_reuses_published_results(steward: Steward, workspace_root):
     store = workspace_root / "store"
-    options = f"log_store: {store}\n"
+    options = f"log_store: {store}\nmax_workers: 1\n"
     first = make_workspace(
         steward, workspace_root / "one", {"shared": 4, "mine": 3}, options=options
     )
