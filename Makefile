@@ -28,7 +28,7 @@ demo: setup
 	@echo "The signed-off workspace is in $(DEMO)/ (status.md, journal.jsonl, logs/)."
 
 test: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2
 
 lint: setup
 	$(BIN)/ruff check .

@@ -65,7 +65,7 @@ class Steward:
         return self.ok("status", cwd=cwd)
 
     def wait_phase(
-        self, cwd: Path, phases: set[str], timeout: float = 180, tend: bool = False
+        self, cwd: Path, phases: set[str], timeout: float = 360, tend: bool = False
     ) -> dict:
         """Poll status until the run's phase is one of `phases` (optionally tending each time)."""
         deadline = time.monotonic() + timeout
@@ -90,7 +90,7 @@ class Steward:
 
 def wait_for(
     predicate: Callable[[], Any],
-    timeout: float = 60,
+    timeout: float = 120,
     interval: float = 0.3,
     what: str = "condition",
 ) -> Any:
