@@ -132,6 +132,7 @@ def read_ramp_settings(request: RampSettingsRequest) -> RampSettings:
         prices=options.prices or {},
         cost_cap=options.cost_cap,
         definition_hash=definition_hash(Path(request.workspace), request.definition),
+        tend_interval=options.tend_interval,
     )
 
 

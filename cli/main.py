@@ -39,6 +39,8 @@ worker_app = typer.Typer(help="The Steward worker (foreground without a subcomma
 app.add_typer(server_app, name="server")
 app.add_typer(worker_app, name="worker")
 app.add_typer(ramp_app, name="ramp")
+timer_app = typer.Typer(help="The run's own tend timer.", no_args_is_help=True)
+app.add_typer(timer_app, name="timer")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (for agents).")]
 WorkspaceOpt = Annotated[
@@ -163,6 +165,12 @@ def launch(
         bool,
         typer.Option("--dry-run", help="Print the delta and the store hits; change nothing."),
     ] = False,
+    no_timer: Annotated[
+        bool,
+        typer.Option(
+            "--no-timer", help="Launch without the tend timer (tend with `steward tend`)."
+        ),
+    ] = False,
     docker_pools: Annotated[
         str,
         typer.Option(
@@ -258,6 +266,7 @@ def launch(
             capture=plan.capture,
             definition_hash=plan.definition_hash,
             store_hits=plan.store_hits,
+            timer=not no_timer,
         )
     )
     if status.state.phase == "failed":
@@ -534,6 +543,73 @@ def tend(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     emit(
         as_json, {"ok": True, **summary.model_dump(mode="json")}, lambda: render.print_tend(summary)
     )
+
+
+@timer_app.command("status")
+@command
+def timer_status(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
+    """Whether the tend timer is armed, its interval, and the next tend."""
+    ctx = runs.load_context(workspace)
+    runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
+    status = asyncio.run(runs.current_status(ctx))
+    document = timer_view(status)
+    emit(as_json, {"ok": True, **document}, lambda: render.print_timer(document))
+
+
+def timer_view(status) -> dict:
+    from workflows.options import format_duration
+
+    timer = status.state.timer
+    configured = status.tend_interval
+    armed_at = timer.interval or configured
+    return {
+        "armed": timer.armed,
+        "interval": format_duration(armed_at) if timer.armed else None,
+        "configured": format_duration(configured),
+        "differs": timer.armed and armed_at != configured,
+        "next_tend_at": status.state.next_tend_at.isoformat()
+        if status.state.next_tend_at
+        else None,
+    }
+
+
+@timer_app.command("arm")
+@command
+def timer_arm(
+    interval: Annotated[
+        str | None,
+        typer.Option("--interval", help="Tend this often (e.g. 5m); default: tend_interval."),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Arm the tend timer (arming again leaves exactly one)."""
+    from workflows.contracts import TimerRequest
+    from workflows.options import parse_duration
+
+    seconds = None
+    if interval is not None:
+        try:
+            seconds = parse_duration(interval)
+        except ValueError as err:
+            raise bad_input(
+                f"--interval {interval!r} is not a duration; use one such as 5m."
+            ) from err
+        if seconds < 1:
+            raise bad_input("--interval must be at least 1s.")
+    said = f"Timer armed ({interval or 'tend_interval'})."
+    _signal(workspace, "timer_arm", TimerRequest(interval=seconds, by=_who(by)), as_json, said)
+
+
+@timer_app.command("disarm")
+@command
+def timer_disarm(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = False) -> None:
+    """Stop scheduled tends; the run then tends only on `steward tend`."""
+    from workflows.contracts import TimerRequest
+
+    said = "Timer disarmed; `steward tend` runs a tend, `steward timer arm` re-arms."
+    _signal(workspace, "timer_disarm", TimerRequest(by=_who(by)), as_json, said)
 
 
 def _signal(workspace: Path | None, name: str, payload, as_json: bool, said: str) -> None:

@@ -154,3 +154,13 @@ def print_collect(document: dict) -> None:
     for event in document["events"][-30:]:
         extra = {k: v for k, v in event.items() if k not in ("seq", "at", "event")}
         console.print(f"[dim]#{event['seq']}[/] {event['event']} {extra or ''}", highlight=False)
+
+
+def print_timer(document: dict) -> None:
+    if not document["armed"]:
+        console.print("timer: disarmed (the run tends only on `steward tend`)", highlight=False)
+        return
+    line = f"timer: armed, every {document['interval']}, next tend {document['next_tend_at']}"
+    if document["differs"]:
+        line += f" (_steward.yaml says tend_interval: {document['configured']})"
+    console.print(line, highlight=False)

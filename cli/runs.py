@@ -138,6 +138,7 @@ async def start_run(
     capture: Capture | None = None,
     definition_hash: str | None = None,
     store_hits: dict[str, str] | None = None,
+    timer: bool = True,
 ) -> Any:
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -162,6 +163,7 @@ async def start_run(
         capture=capture,
         definition_hash=definition_hash,
         store_hits=store_hits or {},
+        timer=timer,
     )
     try:
         handle = await client.start_workflow(

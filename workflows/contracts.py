@@ -206,6 +206,19 @@ class RunInput(BaseModel):
     capture: Capture | None = None  # resolved by `steward launch` (else the run captures)
     definition_hash: str | None = None  # of the definition that was launched (drift)
     store_hits: dict[str, str] = Field(default_factory=dict)  # identifier -> log store path
+    timer: bool = True  # `steward launch --no-timer`: the run tends only when asked
+
+
+class TimerState(BaseModel):
+    """The run's own tend timer: armed or not, and at what interval."""
+
+    armed: bool = True
+    interval: float | None = None  # armed explicitly at this interval; None: tend_interval
+
+
+class TimerRequest(BaseModel):
+    interval: float | None = None  # `steward timer arm --interval`; None: the configured one
+    by: str = ""
 
 
 class CostState(BaseModel):
@@ -254,6 +267,7 @@ class RunState(BaseModel):
     drift: list[str] = Field(default_factory=list)  # delta lines of an edit not launched
     drift_hash: str | None = None  # the edited definition the drift lines describe
     reused: list[str] = Field(default_factory=list)  # task names satisfied from the log store
+    timer: TimerState = Field(default_factory=TimerState)
 
     def task(self, identifier: str) -> TaskState:
         return next(t for t in self.tasks if t.spec.identifier == identifier)
@@ -364,6 +378,7 @@ class RampSettings(BaseModel):
     prices: dict[str, Price] | None = None
     cost_cap: CostCap | None = None
     definition_hash: str | None = None  # of the definition file as it is now
+    tend_interval: float | None = None  # as _steward.yaml says now
 
 
 # ---------- decisions ----------

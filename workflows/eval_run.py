@@ -63,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
         TaskState,
         TendSummary,
         TidyRequest,
+        TimerRequest,
         WorkerProcess,
         WorkspaceWrite,
     )
@@ -93,6 +94,7 @@ class EvalRun:
         self._decisions = False
         self._capacity = False  # admission through the capacity ledger (off for older runs)
         self._delta = False  # drift reports (off for older runs)
+        self._rearm = False  # the timer changed: wait again with the new one
 
     # ---------------------------------------------------------------- main loop
     @workflow.run
@@ -115,10 +117,12 @@ class EvalRun:
         self._decisions = workflow.patched("decisions-v1")
         self._capacity = workflow.patched("capacity-v1")
         self._delta = workflow.patched("delta-v1")
+        self._timer = workflow.patched("timer-v1")
         if run_input.state is not None:
             self._state = run_input.state
         else:
             self._state.started_at = workflow.now()
+            self._state.timer.armed = run_input.timer
             self._journal("launched", definition=run_input.definition, by=run_input.launched_by)
             if not await self._capture():
                 return
@@ -148,13 +152,7 @@ class EvalRun:
             if self._state.phase == "finished" and not self._decisions:
                 return
             self._wake = False
-            try:
-                await workflow.wait_condition(
-                    lambda: self._wake or self._cancel is not None or self._history_full(),
-                    timeout=timedelta(seconds=self._interval()),
-                )
-            except TimeoutError:
-                pass
+            await self._wait_for_next_tend()
             if self._history_full() and self._cancel is None:
                 # Tends driven by updates grow the history too: hand over between tends.
                 await workflow.wait_condition(
@@ -162,8 +160,57 @@ class EvalRun:
                 )
                 workflow.continue_as_new(run_input.model_copy(update={"state": self._state}))
 
+    async def _wait_for_next_tend(self) -> None:
+        """Until the timer fires (when armed), a command wakes the run, or it must hand over.
+        Arming or disarming restarts the wait with the new timer, without a tend."""
+        while True:
+            self._rearm = False
+            armed = self._state.timer.armed
+            try:
+                await workflow.wait_condition(
+                    lambda: (
+                        self._wake
+                        or self._rearm
+                        or self._cancel is not None
+                        or self._history_full()
+                    ),
+                    timeout=timedelta(seconds=self._interval()) if armed else None,
+                )
+            except TimeoutError:
+                return
+            if self._rearm and not (self._wake or self._cancel or self._history_full()):
+                continue
+            return
+
     def _interval(self) -> float:
-        return effective_interval(self._state.phase, self._settings.tend_interval)
+        interval = self._state.timer.interval or self._settings.tend_interval
+        return effective_interval(self._state.phase, interval)
+
+    def _next_tend_at(self):
+        if not self._state.timer.armed:
+            return None
+        return workflow.now() + timedelta(seconds=self._interval())
+
+    @workflow.signal
+    def timer_arm(self, request: TimerRequest) -> None:
+        """Arm the tend timer (idempotent: arming twice leaves one timer)."""
+        timer = self._state.timer
+        if timer.armed and timer.interval == request.interval:
+            return
+        timer.armed, timer.interval = True, request.interval
+        self._journal("timer armed", interval=self._interval(), by=request.by)
+        self._state.next_tend_at = self._next_tend_at()
+        self._rearm = True
+
+    @workflow.signal
+    def timer_disarm(self, request: TimerRequest) -> None:
+        """No scheduled tends: the run tends only on `steward tend` (or another command)."""
+        if not self._state.timer.armed:
+            return
+        self._state.timer.armed = False
+        self._state.next_tend_at = None
+        self._journal("timer disarmed", by=request.by)
+        self._rearm = True
 
     @staticmethod
     def _history_full() -> bool:
@@ -755,9 +802,7 @@ class EvalRun:
         state.tend_count = summary.tend  # counted when done, so status never shows a tend half-way
         state.last_tend_at = workflow.now()
         state.next_tend_at = (
-            None
-            if state.phase == "finished" and not self._decisions
-            else workflow.now() + timedelta(seconds=self._interval())
+            None if state.phase == "finished" and not self._decisions else self._next_tend_at()
         )
         summary.phase, summary.paused = state.phase, state.paused
         summary.samples_done, summary.samples_total = state.samples_done, state.samples_total
@@ -957,6 +1002,20 @@ class EvalRun:
         )
         if self._delta:
             await self._follow_drift(fresh.definition_hash)
+        if (
+            self._timer
+            and fresh.tend_interval
+            and fresh.tend_interval != self._settings.tend_interval
+        ):
+            self._journal(
+                "tend interval changed",
+                previous=self._settings.tend_interval,
+                now=fresh.tend_interval,
+                applies=self._state.timer.interval is None,
+            )
+            self._input.settings = self._settings.model_copy(
+                update={"tend_interval": fresh.tend_interval}
+            )
         if fresh.problem != state.options_problem:
             state.options_problem = fresh.problem
             if fresh.problem:

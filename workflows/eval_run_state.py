@@ -32,9 +32,10 @@ def unsupervised(state: RunState, tend_interval: float, now: datetime) -> str | 
     if (
         state.phase in ("signed_off", "cancelled", "failed", "capturing", "queued")
         or state.last_tend_at is None
+        or not state.timer.armed  # disarmed: it tends only when asked
     ):
         return None
-    interval = effective_interval(state.phase, tend_interval)
+    interval = effective_interval(state.phase, state.timer.interval or tend_interval)
     idle = (now - state.last_tend_at).total_seconds()
     if idle <= 2 * interval:
         return None
