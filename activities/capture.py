@@ -116,6 +116,7 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
         log_dir=log_dir,
         max_samples=options.get("max_samples"),
         max_sandboxes=options.get("max_sandboxes"),
+        max_tasks=options.get("max_tasks"),
         cpus=os.cpu_count() or 1,
     )
 

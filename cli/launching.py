@@ -48,6 +48,30 @@ class LaunchPlan:
         }
 
 
+HAWK_FILES = ("hawk.yaml", "hawk.yml")
+
+
+def refuse_unsupported(ctx: runs.Context, definition: str) -> None:
+    """A Hawk configuration cannot be run here: say so, naming the requirement."""
+    import sys
+
+    named = definition if definition.endswith(HAWK_FILES) else None
+    if named is None and not (ctx.workspace / definition).is_file():
+        named = next((h for h in HAWK_FILES if (ctx.workspace / h).is_file()), None)
+    if named is None:
+        return
+    here = ".".join(map(str, sys.version_info[:3]))
+    reason = (
+        f"Hawk needs a Python newer than 3.11 and Steward runs on Python {here}"
+        if sys.version_info < (3, 12)
+        else "Steward does not run Hawk configurations yet"
+    )
+    raise bad_input(
+        f"{ctx.workspace / named} is a Hawk configuration, which is not supported here: {reason}; "
+        "write an eval_set() definition (evalset.py) or an Inspect Flow config.py instead."
+    )
+
+
 def make_plan(ctx: runs.Context, definition: str) -> LaunchPlan:
     from worker.workspace import (
         DefinitionError,

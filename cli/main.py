@@ -122,6 +122,7 @@ def tasks(
     from worker.workspace import DEFAULT_DEFINITION, DefinitionError, capture_definition_sync
 
     ctx = runs.load_context(workspace)
+    launching.refuse_unsupported(ctx, definition or DEFAULT_DEFINITION)
     try:
         capture = capture_definition_sync(str(ctx.workspace), definition or DEFAULT_DEFINITION)
     except DefinitionError as err:
@@ -194,6 +195,7 @@ def launch(
 
     ctx = runs.load_context(workspace)
     definition = definition or DEFAULT_DEFINITION
+    launching.refuse_unsupported(ctx, definition)
     if not (ctx.workspace / definition).is_file():
         raise bad_input(
             f"The definition {ctx.workspace / definition} does not exist; create it or name another file."

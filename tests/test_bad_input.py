@@ -179,3 +179,20 @@ def test_second_launch_while_live_changes_nothing(steward, workspace_root):
 def test_unknown_flag_is_bad_input(steward, tmp_path):
     result = steward("status", "--colour", cwd=tmp_path)
     assert result.code == 2 and "Traceback" not in result.stderr
+
+
+def test_hawk_configuration_is_refused_naming_the_requirement(steward, workspace_root):
+    workspace = workspace_root / "ws"
+    steward.ok("init", str(workspace))
+    (workspace / "evalset.py").unlink()
+    (workspace / "hawk.yaml").write_text("eval_set_id: demo\ntasks: []\n")
+    for command in ("launch", "tasks"):
+        _refused(
+            steward(command, cwd=workspace),
+            2,
+            "hawk.yaml is a Hawk configuration",
+            "Python newer than 3.11",
+        )
+    named = steward("launch", "hawk.yaml", cwd=workspace)
+    _refused(named, 2, "not supported here")
+    assert not (workspace / "status.md").read_text().count("Run status: running")

@@ -64,6 +64,7 @@ class Capture(BaseModel):
     log_dir: str | None = None  # the definition's own log_dir, if it passed one
     max_samples: int | None = None  # the definition's own max_samples, if it set one
     max_sandboxes: int | None = None  # the definition's own max_sandboxes, if it set one
+    max_tasks: int | None = None  # the definition's own max_tasks: tasks running at once
     cpus: int = 1  # of the host that will run the workers (Docker's budget is 2 x CPUs)
 
 
@@ -243,6 +244,7 @@ class RunState(BaseModel):
     cancel_reason: str | None = None
     log_dir: str = ""
     sandbox_budget: int | None = None  # fleet-wide bound on sandboxed tasks' setpoints; None: none
+    max_tasks: int | None = None  # tasks running at once (the definition's); None: all
     tasks: list[TaskState] = Field(default_factory=list)
     workers: dict[str, WorkerProcess] = Field(default_factory=dict)
     worker_counter: int = 0

@@ -364,6 +364,7 @@ class EvalRun:
                     timeout=timedelta(minutes=10),
                 )
             state.tasks = self._amended_tasks(request, restored, fetched, result)
+            state.max_tasks = request.capture.max_tasks
             state.reused = sorted({*state.reused, *result.reused})
             state.definition_hash = request.definition_hash
             state.drift, state.drift_hash = [], None
@@ -661,6 +662,7 @@ class EvalRun:
             return False
         self._state.tasks = policy.initial_tasks(capture, self._settings)
         self._state.sandbox_budget = policy.sandbox_budget_of(capture)
+        self._state.max_tasks = capture.max_tasks
         self._state.log_dir = capture.log_dir or self._input.log_dir
         self._state.definition_hash = self._input.definition_hash
         self._state.phase = "running"

@@ -112,6 +112,10 @@ def plan_spawns(state: RunState, settings: RunSettings) -> list[list[TaskState]]
     if state.paused or state.phase not in ("running", "stalled"):
         return []
     pending = [t for t in state.tasks if t.phase == "pending"]
+    if state.max_tasks is not None:
+        # The definition's max_tasks: the rest wait their turn, in definition order.
+        running = sum(1 for t in state.tasks if t.phase == "running")
+        pending = pending[: max(0, state.max_tasks - running)]
     if not pending:
         return []
     if settings.max_workers is None:
