@@ -20,12 +20,10 @@ import json
 import os
 import shutil
 import statistics
-import tempfile
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -35,8 +33,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from activities.capacity import probe_capacity, request_admission
+from bench.common import private_steward
 from bench.tend import percentile
-from tests.helpers import Steward, free_port
 from worker.temporal_worker import workflow_runner
 from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import (
@@ -244,15 +242,8 @@ def main() -> None:
     os.environ["SANDBOX_MAX_CONCURRENT"] = str(args.bound)
     os.environ["DOCKER_HOST"] = "unix:///nonexistent/docker.sock"  # no engine: reservations only
 
-    root = Path(tempfile.mkdtemp(prefix="steward-bench-queue-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
-    env.update(
-        STEWARD_DATA_DIR=str(root / "data"),
-        STEWARD_TEMPORAL_PORT=str(free_port()),
-        STEWARD_TEMPORAL_UI_PORT=str(free_port()),
-    )
-    (root / "data").mkdir()
-    steward = Steward(env)
+    root, steward = private_steward("steward-bench-queue-")
+    env = steward.env
     steward.ok("server", "start")
     try:
         started = time.perf_counter()

@@ -13,19 +13,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from tests.helpers import Steward, free_port, make_workspace, wait_for
+from bench.common import private_steward
+from tests.helpers import make_workspace, wait_for
 from workflows.contracts import TendSummary
 
 
@@ -52,15 +50,8 @@ def main() -> None:
     args = parser.parse_args()
     console = Console(stderr=True)
 
-    root = Path(tempfile.mkdtemp(prefix="steward-bench-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
-    env.update(
-        STEWARD_DATA_DIR=str(root / "data"),
-        STEWARD_TEMPORAL_PORT=str(free_port()),
-        STEWARD_TEMPORAL_UI_PORT=str(free_port()),
-    )
-    (root / "data").mkdir()
-    steward = Steward(env)
+    root, steward = private_steward("steward-bench-")
+    env = steward.env
     tasks = {f"slow_{i:02d}": 400 for i in range(args.tasks)}
     workspace = make_workspace(
         steward,
