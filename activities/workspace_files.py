@@ -104,8 +104,19 @@ def write_workspace(request: WorkspaceWrite) -> int:
     workspace = Path(request.workspace)
     write_atomic(workspace / STATUS, render_status_markdown(request.status))
     written = append_journal(workspace, request.journal)
+    _write_analysis(workspace, request.status)
     _sync(workspace, request.status.state.log_dir)
     return written
+
+
+def _write_analysis(workspace: Path, status) -> None:
+    """analysis.md's facts follow the status; a failure there never fails the tend."""
+    from .analysis import write_analysis
+
+    try:
+        write_analysis(workspace, status)
+    except Exception as err:  # noqa: BLE001
+        log.warning("analysis.md not updated", problem=str(err))
 
 
 def _sync(workspace: Path, log_dir: str) -> None:

@@ -161,7 +161,7 @@ def price_for(model: str, prices: dict[str, Price]) -> Price | None:
     return None
 
 
-def _money(usd: float) -> str:
+def money(usd: float) -> str:
     """$5.20; small sums keep enough digits to differ from their cap ($0.0042)."""
     if usd == 0 or abs(usd) >= 1:
         return f"${usd:,.2f}"
@@ -181,7 +181,7 @@ def cap_crossed(cost: LlmCost, prices: dict[str, Price], cap: CostCap | None) ->
     if cap.usd is not None:
         usd, unpriced = cost.dollars(prices)
         if usd is not None and usd >= cap.usd:
-            sentence = f"LLM cost {_money(usd)} crossed the cap of {_money(cap.usd)}"
+            sentence = f"LLM cost {money(usd)} crossed the cap of {money(cap.usd)}"
             if unpriced:
                 have = "has" if len(unpriced) == 1 else "have"
                 sentence += f" (not counting {', '.join(unpriced)}, which {have} no price)"
