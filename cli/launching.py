@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from workflows.contracts import Capture, RunStatus, TaskSpec
@@ -151,4 +152,56 @@ def smoke(
             + ".",
             highlight=False,
         )
+    return document
+
+
+def check_credentials(ctx: runs.Context, models: list[str], quiet: bool) -> dict[str, Any]:
+    """Refuse, naming the variables and the fix, when the workers would not see the
+    credentials the models' providers need. The check runs on the worker's host."""
+    import uuid
+
+    from worker.connect import host_queue
+    from workflows.contracts import WORKFLOW_TASK_QUEUE
+    from workflows.credentials import (
+        CredentialsCheck,
+        CredentialsReport,
+        CredentialsRequest,
+        refusal,
+        requirements_for,
+    )
+
+    requirements, unchecked = requirements_for(models)
+    document: dict[str, Any] = {"found": [], "unchecked": unchecked}
+    if requirements:
+        request = CredentialsRequest(
+            workspace=str(ctx.workspace), host_queue=host_queue(), requirements=requirements
+        )
+
+        async def ask() -> CredentialsReport:
+            client = await runs.client_for(ctx.target)
+            return await client.execute_workflow(
+                CredentialsCheck.run,
+                request,
+                id=f"{ctx.workflow_id}-credentials-{uuid.uuid4().hex[:8]}",
+                task_queue=WORKFLOW_TASK_QUEUE,
+                execution_timeout=timedelta(seconds=90),
+                result_type=CredentialsReport,
+            )
+
+        report = asyncio.run(ask())
+        refused = refusal(report, str(ctx.workspace))
+        if refused:
+            raise bad_input(refused)
+        document["found"] = [f.model_dump() for f in report.found]
+    if not quiet:
+        for found in document["found"]:
+            console.print(
+                f"Credentials: {found['variable']} from {found['source']}.", highlight=False
+            )
+        if unchecked:
+            console.print(
+                f"Credentials of {', '.join(unchecked)} come from their own chain (files, roles, "
+                "local servers) and were not checked.",
+                highlight=False,
+            )
     return document

@@ -49,6 +49,13 @@ WorkspaceOpt = Annotated[
 ]
 ByOpt = Annotated[str, typer.Option("--by", help="Who is acting (recorded in the journal).")]
 ReasonOpt = Annotated[str, typer.Option("--reason", help="Why (shown in status and the journal).")]
+NoEnvCheckOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-env-check",
+        help="Skip checking that the workers will see the model providers' credentials.",
+    ),
+]
 
 
 def command(fn: Callable) -> Callable:
@@ -172,6 +179,7 @@ def launch(
             "--no-timer", help="Launch without the tend timer (tend with `steward tend`)."
         ),
     ] = False,
+    no_env_check: NoEnvCheckOpt = False,
     docker_pools: Annotated[
         str,
         typer.Option(
@@ -217,6 +225,9 @@ def launch(
                 launching.print_plan(plan)
             raise bad_input(refusal)
     to_run = plan.to_run()
+    if not no_env_check:
+        models = [t.model for t in plan.capture.tasks]
+        document["credentials"] = launching.check_credentials(ctx, models, as_json)
     if to_run and (smoke_only or (ctx.options.smoke and not no_smoke)):
         document["smoke"] = launching.smoke(ctx, definition, to_run, accept or [], as_json)
     if smoke_only:
@@ -584,9 +595,11 @@ def timer_arm(
     ] = None,
     workspace: WorkspaceOpt = None,
     by: ByOpt = "",
+    no_env_check: NoEnvCheckOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Arm the tend timer (arming again leaves exactly one)."""
+    """Arm the tend timer (arming again leaves exactly one); the run's credentials are checked
+    first, as at launch: scheduled tends start workers."""
     from workflows.contracts import TimerRequest
     from workflows.options import parse_duration
 
@@ -601,6 +614,12 @@ def timer_arm(
         if seconds < 1:
             raise bad_input("--interval must be at least 1s.")
     said = f"Timer armed ({interval or 'tend_interval'})."
+    if not no_env_check:
+        ctx = runs.load_context(workspace)
+        runs.ensure_services(ctx.target, ctx.options, quiet=as_json)
+        live = asyncio.run(runs.live_status(ctx))
+        if live is not None:
+            launching.check_credentials(ctx, [t.spec.model for t in live.state.tasks], True)
     _signal(workspace, "timer_arm", TimerRequest(interval=seconds, by=_who(by)), as_json, said)
 
 

@@ -62,3 +62,16 @@ def _reap_leftovers(data_dir: Path) -> None:
 @pytest.fixture
 def workspace_root(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture
+def simulator(tmp_path):
+    """The OpenAI-compatible provider simulator on loopback (model `openai-api/sim/<name>`)."""
+    from worker.provider_simulator import spawn
+
+    process, url = spawn(
+        tmp_path / "sim.port", concurrency=200, latency=1.0, jitter=0.1, retry_after=0.5
+    )
+    yield url
+    process.kill()
+    process.wait()

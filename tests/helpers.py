@@ -227,13 +227,35 @@ def replay(history: Any, record_as: str | None = None) -> None:
         (HISTORIES / f"{record_as}.json").write_text(history.to_json())
 
 
-def fetch_history(steward: Steward, workflow_id: str) -> Any:
+def fetch_history(steward: Steward, workflow_id: str, run_id: str | None = None) -> Any:
     import asyncio
 
     from temporalio.client import Client
 
     async def go() -> Any:
         client = await Client.connect(f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}")
-        return await client.get_workflow_handle(workflow_id).fetch_history()
+        return await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
 
     return asyncio.run(go())
+
+
+def history_plaintext(history: Any) -> str:
+    """A workflow history as text with every payload decoded (JSON histories carry payloads
+    base64-encoded, so a plain search would miss a value inside them)."""
+    import base64
+
+    decoded: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "metadata" in node and isinstance(node.get("data"), str):
+                decoded.append(base64.b64decode(node["data"]).decode("utf-8", "replace"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    raw = history.to_json()
+    walk(json.loads(raw))
+    return raw + "\n" + "\n".join(decoded)

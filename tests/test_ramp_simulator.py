@@ -8,23 +8,10 @@ import json
 import time
 
 import httpx
-import pytest
-
-from worker.provider_simulator import spawn
 
 from .helpers import make_workspace, wait_for
 
 SIM_MODEL = "openai-api/sim/echo"
-
-
-@pytest.fixture
-def simulator(tmp_path):
-    process, url = spawn(
-        tmp_path / "sim.port", concurrency=200, latency=1.0, jitter=0.1, retry_after=0.5
-    )
-    yield url
-    process.kill()
-    process.wait()
 
 
 def _task(steward, workspace):

@@ -18,6 +18,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.capacity import probe_capacity, reap_sandboxes_activity, request_admission
 from activities.capture import capture_definition
+from activities.credentials import check_credentials
 from activities.log_store import fetch_from_store, move_logs
 from activities.notify import notify
 from activities.observe import apply_setpoints, observe_run
@@ -28,6 +29,7 @@ from activities.triage import apply_actions
 from activities.workspace_files import curate_logs, tidy_logs, write_workspace
 from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
+from workflows.credentials import CredentialsCheck
 from workflows.eval_run import EvalRun
 
 from .connect import Target, connect, host_queue
@@ -36,6 +38,7 @@ ACTIVITIES = [
     apply_actions,
     apply_setpoints,
     capture_definition,
+    check_credentials,
     curate_logs,
     fetch_from_store,
     move_logs,
@@ -70,7 +73,7 @@ def build_workers(client, executor: ThreadPoolExecutor) -> list[Worker]:
         Worker(
             client,
             task_queue=WORKFLOW_TASK_QUEUE,
-            workflows=[EvalRun, CapacityLedger],
+            workflows=[EvalRun, CapacityLedger, CredentialsCheck],
             workflow_runner=workflow_runner(),
         ),
         Worker(client, task_queue=host_queue(), activities=ACTIVITIES, activity_executor=executor),
