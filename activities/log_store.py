@@ -100,9 +100,49 @@ def _read_entry(path: str) -> StoreEntry | None:
     )
 
 
+FLOW_PREFIX = "flow:"
+
+
+def flow_store(location: str) -> str | None:
+    """The Flow store `location` names, or None for a directory of .eval files: `flow:PATH`
+    (`flow:auto` is Flow's default store), or a directory already holding a Flow store."""
+    if location.startswith(FLOW_PREFIX):
+        return location[len(FLOW_PREFIX) :] or "auto"
+    local = _local_path(location)
+    if not _is_url(local) and (Path(local).expanduser() / "flow_store").is_dir():
+        return local
+    return None
+
+
+def _flow_api():
+    """inspect-flow's store API, quietly (no .env search, no console output)."""
+    try:
+        from inspect_flow import api
+    except ImportError as err:
+        raise ValueError(
+            "log_store names an Inspect Flow store, but the inspect-flow package is not "
+            "installed; install Steward's flow extra (pip install 'steward[flow]')."
+        ) from err
+    api.init(log_level="warning", display="none", dotenv_base_dir=None)
+    return api
+
+
+def _flow_logs(store: str) -> list[str]:
+    """The log files a Flow store indexes (it holds paths; the logs stay where they are)."""
+    api = _flow_api()
+    from inspect_flow._store.store import store_exists
+
+    if store != "auto" and not store_exists(store):
+        return []
+    return sorted(_local_path(uri) for uri in api.store_get(store, create=False).get_logs())
+
+
 def index_store(store: str) -> list[StoreEntry]:
-    """The reusable logs (success, not invalidated) in a store dir, by file name. A store that
-    does not exist holds none."""
+    """The reusable logs (success, not invalidated) in a store, by file name: a directory of
+    .eval files (local or fsspec) or a Flow store. A store that does not exist holds none."""
+    flow = flow_store(store)
+    if flow is not None:
+        return _index(store, [(path, _stamp(path)) for path in _flow_logs(flow)])
     store = _local_path(store)
     fs = _filesystem(store)
     try:
@@ -113,14 +153,30 @@ def index_store(store: str) -> list[StoreEntry]:
         ]
     except (FileNotFoundError, NotADirectoryError):
         listing = []
-    known = _indexes.get(store, {})
-    fresh: dict[str, tuple[tuple[float | None, int], StoreEntry | None]] = {}
     listed_as = fs.dir_as_uri(store)  # the form ls() names files in; hand back the store's own
+    files = []
     for info in listing:
         path = _local_path(info.name)
         if _is_url(store) and info.name.startswith(listed_as):
             path = store.rstrip("/") + info.name[len(listed_as) :]
-        stamp = (info.mtime, info.size)
+        files.append((path, (info.mtime, info.size)))
+    return _index(store, files)
+
+
+def _stamp(path: str) -> tuple[float | None, int]:
+    fs = _filesystem(path)
+    try:
+        info = fs.info(path)
+    except FileNotFoundError:
+        return (None, -1)
+    return (info.mtime, info.size)
+
+
+def _index(store: str, files: list[tuple[str, tuple[float | None, int]]]) -> list[StoreEntry]:
+    """Entries of a store's files, each header read once per version of its file."""
+    known = _indexes.get(store, {})
+    fresh: dict[str, tuple[tuple[float | None, int], StoreEntry | None]] = {}
+    for path, stamp in files:
         cached = known.get(path)
         fresh[path] = cached if cached and cached[0] == stamp else (stamp, _read_entry(path))
     _indexes[store] = fresh
@@ -178,8 +234,15 @@ def fetch(entry_path: str, log_dir: str) -> str:
 
 
 def publish(paths: list[str], store: str) -> list[str]:
-    """Copy final logs into the store; a log already there is kept as it is."""
-    return [_copy(path, store, keep_existing=True) for path in paths]
+    """Copy final logs into a store directory (a log already there is kept as it is), or
+    index them in a Flow store where they are (Flow stores hold paths, not copies)."""
+    flow = flow_store(store)
+    if flow is None:
+        return [_copy(path, store, keep_existing=True) for path in paths]
+    local = [_local_path(path) for path in paths]
+    if local:
+        _flow_api().store_get(flow, create=True).import_log_path(local)
+    return local
 
 
 def archive_location(log_dir: str) -> str:

@@ -14,7 +14,7 @@ import yaml
 from .log_store import _filesystem, _is_url, _join
 from .observe import _local_path
 
-SYNCED = ["status.md", "journal.jsonl", "_steward.yaml", "analysis.md", "evalset.py"]
+SYNCED = ["status.md", "journal.jsonl", "_steward.yaml", "analysis.md", "evalset.py", "config.py"]
 OPTIONS = "_steward.yaml"
 HIDDEN = "***"
 SECRET_KEYS = {"temporal_api_key", "temporal_tls_key", "notification"}

@@ -18,11 +18,22 @@ STATE_DIR = ".steward"
 TEMPLATE_FILES = {  # workspace file -> template name
     "AGENTS.md": "AGENTS.md",
     "CLAUDE.md": "CLAUDE.md",
-    "evalset.py": "evalset.py",
     "status.md": "status.md",
     ".gitignore": "gitignore",
 }
+DEFINITION_FILES = {  # workspace type -> its definition's files (workspace file -> template)
+    "evalset": {"evalset.py": "evalset.py"},
+    "flow": {"config.py": "flow_config.py", "tasks.py": "flow_tasks.py"},
+}
 DEFAULT_DEFINITION = "evalset.py"
+FLOW_DEFINITION = "config.py"
+
+
+def default_definition(workspace: Path) -> str:
+    """evalset.py; else a Flow workspace's config.py; else evalset.py (to be created)."""
+    if not (workspace / DEFAULT_DEFINITION).is_file() and (workspace / FLOW_DEFINITION).is_file():
+        return FLOW_DEFINITION
+    return DEFAULT_DEFINITION
 
 
 class WorkspaceError(Exception):
@@ -50,12 +61,16 @@ def _template(name: str) -> str:
     return resources.files("activities").joinpath("templates", name).read_text()
 
 
-def init_workspace(directory: Path, force: bool = False) -> list[str]:
-    """Create a workspace in `directory`; refuse to overwrite one unless `force`."""
+def init_workspace(directory: Path, force: bool = False, kind: str = "evalset") -> list[str]:
+    """Create a workspace in `directory` whose definition is an eval_set() script (`evalset`)
+    or an Inspect Flow config (`flow`); refuse to overwrite one unless `force`."""
     directory = directory.resolve()
+    if kind not in DEFINITION_FILES:
+        raise WorkspaceError(f"--type must be one of {', '.join(DEFINITION_FILES)}, not {kind!r}.")
     if directory.exists() and not directory.is_dir():
         raise WorkspaceError(f"{directory} exists and is not a directory; choose another path.")
-    existing = [name for name in [OPTIONS_FILE, *TEMPLATE_FILES] if (directory / name).exists()]
+    templates = {**TEMPLATE_FILES, **DEFINITION_FILES[kind]}
+    existing = [name for name in [OPTIONS_FILE, *templates] if (directory / name).exists()]
     if existing and not force:
         raise WorkspaceError(
             f"{directory} already holds a workspace ({', '.join(existing)}); "
@@ -63,7 +78,7 @@ def init_workspace(directory: Path, force: bool = False) -> list[str]:
         )
     directory.mkdir(parents=True, exist_ok=True)
     written = {OPTIONS_FILE: options_yaml()}
-    written.update({name: _template(template) for name, template in TEMPLATE_FILES.items()})
+    written.update({name: _template(template) for name, template in templates.items()})
     for name, text in written.items():
         (directory / name).write_text(text)
     journal = directory / "journal.jsonl"

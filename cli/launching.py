@@ -97,7 +97,10 @@ def make_plan(ctx: runs.Context, definition: str) -> LaunchPlan:
     hits: dict[str, str] = {}
     if ctx.options.log_store:
         wanted = [t for t in capture.tasks if _row_kind(delta, t.identifier) in RUNS_WORK]
-        entries = log_store.index_store(ctx.options.log_store)
+        try:
+            entries = log_store.index_store(ctx.options.log_store)
+        except ValueError as err:  # a Flow store without the flow extra
+            raise bad_input(f"{ctx.workspace / '_steward.yaml'}: {err}") from err
         hits = {i: e.path for i, e in log_store.satisfied(wanted, entries).items()}
     return LaunchPlan(
         capture=capture,

@@ -96,21 +96,30 @@ def init(
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite an existing workspace's files.")
     ] = False,
+    kind: Annotated[
+        str,
+        typer.Option(
+            "--type",
+            help="evalset: an eval_set() script (evalset.py); flow: an Inspect Flow config "
+            "(config.py and tasks.py; needs the flow extra).",
+        ),
+    ] = "evalset",
     as_json: JsonOpt = False,
 ) -> None:
-    """Create a workspace: _steward.yaml, AGENTS.md, CLAUDE.md, evalset.py, journal, status."""
+    """Create a workspace: _steward.yaml, AGENTS.md, CLAUDE.md, the definition, journal, status."""
     from worker.workspace import WorkspaceError, init_workspace
 
     try:
-        written = init_workspace(directory, force=force)
+        written = init_workspace(directory, force=force, kind=kind)
     except WorkspaceError as err:
         raise bad_input(str(err)) from err
+    definition = "config.py" if kind == "flow" else "evalset.py"
     emit(
         as_json,
         {"ok": True, "workspace": str(directory.resolve()), "files": written},
         lambda: console.print(
             f"Workspace ready in {directory.resolve()}: {', '.join(written)}\n"
-            "Edit evalset.py (and _steward.yaml if needed), then `steward launch`.",
+            f"Edit {definition} (and _steward.yaml if needed), then `steward launch`.",
             highlight=False,
         ),
     )
@@ -120,18 +129,20 @@ def init(
 @command
 def tasks(
     definition: Annotated[
-        str | None, typer.Argument(help="Definition file (default: evalset.py).")
+        str | None,
+        typer.Argument(help="Definition file (default: evalset.py, else a Flow config.py)."),
     ] = None,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Resolve the definition's tasks with Inspect's capture mode (nothing runs)."""
-    from worker.workspace import DEFAULT_DEFINITION, DefinitionError, capture_definition_sync
+    from worker.workspace import DefinitionError, capture_definition_sync, default_definition
 
     ctx = runs.load_context(workspace)
-    launching.refuse_unsupported(ctx, definition or DEFAULT_DEFINITION)
+    definition = definition or default_definition(ctx.workspace)
+    launching.refuse_unsupported(ctx, definition)
     try:
-        capture = capture_definition_sync(str(ctx.workspace), definition or DEFAULT_DEFINITION)
+        capture = capture_definition_sync(str(ctx.workspace), definition)
     except DefinitionError as err:
         raise bad_input(str(err)) from err
     emit(
@@ -146,7 +157,8 @@ def tasks(
 @command
 def launch(
     definition: Annotated[
-        str | None, typer.Argument(help="Definition file (default: evalset.py).")
+        str | None,
+        typer.Argument(help="Definition file (default: evalset.py, else a Flow config.py)."),
     ] = None,
     workspace: WorkspaceOpt = None,
     by: ByOpt = "",
@@ -198,11 +210,11 @@ def launch(
     Resolves the definition, reuses what the log store answers, smokes the new work (2 samples
     a task), then starts the run, or changes the live one (only new or changed work runs; moving
     results to logs-archive/ needs --accept-archive)."""
-    from worker.workspace import DEFAULT_DEFINITION
+    from worker.workspace import default_definition
     from workflows.delta import AmendRequest, AmendResult, gate
 
     ctx = runs.load_context(workspace)
-    definition = definition or DEFAULT_DEFINITION
+    definition = definition or default_definition(ctx.workspace)
     launching.refuse_unsupported(ctx, definition)
     if not (ctx.workspace / definition).is_file():
         raise bad_input(

@@ -144,7 +144,12 @@ def main(argv: list[str]) -> None:
 
     sys.path.insert(0, str(definition.resolve().parent))
     sys.argv = [str(definition)]
-    runpy.run_path(str(definition), run_name="__main__")
+    from worker import flow_config
+
+    if flow_config.is_flow_config(definition):
+        flow_config.run(definition)
+    else:
+        runpy.run_path(str(definition), run_name="__main__")
 
 
 if __name__ == "__main__":

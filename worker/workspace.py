@@ -7,6 +7,7 @@ from activities.options import OptionsError, definition_hash, load_options
 from activities.workspace import (
     DEFAULT_DEFINITION,
     WorkspaceError,
+    default_definition,
     find_workspace,
     init_workspace,
     workflow_id_for,
@@ -15,6 +16,7 @@ from activities.workspace_files import read_journal
 
 __all__ = [
     "DEFAULT_DEFINITION",
+    "default_definition",
     "DefinitionError",
     "OptionsError",
     "WorkspaceError",
