@@ -106,3 +106,8 @@ def test_a_key_only_in_the_shell_is_refused_and_accepted_from_dotenv(
         assert SECRET not in text
     for name in ("journal.jsonl", "status.md", "analysis.md"):
         assert SECRET not in (workspace / name).read_text()
+    # Arming the timer checks again: scheduled tends start workers.
+    (workspace / ".env").unlink()
+    rearm = steward("timer", "arm", cwd=workspace, env=shell)
+    assert rearm.code == 2 and "SIM_API_KEY" in rearm.stderr
+    steward.ok("timer", "arm", "--no-env-check", cwd=workspace)
