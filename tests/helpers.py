@@ -215,10 +215,11 @@ def replay(history: Any, record_as: str | None = None) -> None:
 
     from worker.temporal_worker import workflow_runner
     from workflows.capacity_ledger import CapacityLedger
+    from workflows.credentials import CredentialsCheck
     from workflows.eval_run import EvalRun
 
     replayer = Replayer(
-        workflows=[EvalRun, CapacityLedger],
+        workflows=[EvalRun, CapacityLedger, CredentialsCheck],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
     )

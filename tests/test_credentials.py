@@ -15,7 +15,7 @@ from workflows.credentials import (
     unmet,
 )
 
-from .helpers import Steward, fetch_history, history_plaintext, make_workspace
+from .helpers import Steward, fetch_history, history_plaintext, make_workspace, replay
 
 SIM_MODEL = "openai-api/sim/echo"
 SECRET = "sk-sim-7f3a9c-do-not-leak"
@@ -104,6 +104,7 @@ def test_a_key_only_in_the_shell_is_refused_and_accepted_from_dotenv(
     for text in [_history_text(steward, *run) for run in runs + [(i, None) for i in checks]]:
         assert "SIM_API_KEY" in text or "offline" in text or "sim/echo" in text  # payloads read
         assert SECRET not in text
+    replay(fetch_history(steward, checks[0]), record_as="credentials_check_v1")
     for name in ("journal.jsonl", "status.md", "analysis.md"):
         assert SECRET not in (workspace / name).read_text()
     # Arming the timer checks again: scheduled tends start workers.
