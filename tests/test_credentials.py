@@ -71,7 +71,14 @@ def test_a_key_only_in_the_shell_is_refused_and_accepted_from_dotenv(
     steward: Steward, workspace_root, simulator
 ):
     assert "SIM_API_KEY" not in os.environ and "SIM_API_KEY" not in steward.env
-    workspace = make_workspace(steward, workspace_root, {"chat": 2}, model=SIM_MODEL)
+    # The transcripts are scanned by the offline model (the simulator only echoes).
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"chat": 2},
+        model=SIM_MODEL,
+        options="scan_model: steward/offline\n",
+    )
     shell = {"SIM_API_KEY": SECRET, "SIM_BASE_URL": f"{simulator}/v1"}
 
     refused = steward("launch", cwd=workspace, env=shell)

@@ -56,10 +56,9 @@ def test_a_flow_config_runs_and_its_published_logs_are_reused_from_a_flow_store(
     store = workspace_root / "flow-store"
     first = _flow_workspace(steward, workspace_root / "one", f"log_store: flow:{store}\n")
 
-    resolved = steward.ok("tasks", cwd=first)
-    shapes = {t["name"]: (t["samples"], t["epochs"]) for t in resolved["tasks"]}
-    assert shapes == {WORDS: (3, 1), CODES: (2, 2)}
-    steward.ok("launch", cwd=first)  # config.py is the workspace's default definition
+    launched = steward.ok("launch", cwd=first)  # config.py is the workspace's default definition
+    specs = [t["spec"] for t in launched["state"]["tasks"]]
+    assert {s["name"]: (s["samples"], s["epochs"]) for s in specs} == {WORDS: (3, 1), CODES: (2, 2)}
     steward.wait_phase(first, {"finished"}, tend=True)
     samples = read_logs(first / "logs")
     assert {task: sorted(ids) for task, ids in samples.items()} == {
