@@ -6,10 +6,11 @@ model, so it runs with no network and no API key; replace the tasks and models w
 (e.g. model="openai/gpt-5", and put OPENAI_API_KEY in .env). Needs `pip install 'steward[flow]'`.
 """
 
-from inspect_flow import FlowOptions, FlowSpec, FlowTask
+from inspect_flow import FlowSpec, FlowTask
 
+# options=FlowOptions(max_tasks=..., ...) reaches eval_set() as in Flow; leave max_samples unset
+# and Steward's ramp sets each task's concurrency.
 FlowSpec(
-    options=FlowOptions(max_samples=8),
     tasks=[
         FlowTask(name="tasks.py@echo_words", model="steward/offline", args={"count": 12}),
         FlowTask(name="tasks.py@echo_codes", model="steward/offline", epochs=2),
