@@ -46,7 +46,9 @@ def test_detection_tells_flow_configs_from_eval_set_scripts(tmp_path):
     script.write_text(
         "from inspect_flow import FlowTask\nfrom inspect_ai import eval_set\neval_set([])\n"
     )
-    assert is_flow_config(flow) and not is_flow_config(script)
+    commented = tmp_path / "commented.py"
+    commented.write_text('"""Not eval_set() here."""\n# nor eval_set(tasks)\n' + CONFIG)
+    assert is_flow_config(flow) and is_flow_config(commented) and not is_flow_config(script)
     assert not is_flow_config(tmp_path / "missing.py")
 
 
@@ -98,7 +100,11 @@ def test_a_flow_config_runs_and_its_published_logs_are_reused_from_a_flow_store(
 def test_a_broken_flow_config_or_a_missing_extra_is_one_clear_sentence(
     steward: Steward, workspace_root, monkeypatch
 ):
-    workspace = _flow_workspace(steward, workspace_root / "broken", "")
+    workspace = workspace_root / "template"
+    steward.ok("init", "--type", "flow", str(workspace))
+    template = steward.ok("tasks", cwd=workspace)  # the template resolves as written
+    assert {t["name"] for t in template["tasks"]} == {WORDS, CODES}
+
     (workspace / "config.py").write_text(CONFIG.replace("echo_codes", "no_such_task"))
     result = steward("tasks", cwd=workspace)
     assert result.code == 2 and "Traceback" not in result.stderr

@@ -14,14 +14,12 @@ the extra pins the version; tests/test_flow.py guards the coupling.
 
 from __future__ import annotations
 
+import ast
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
-FLOW_IMPORT = re.compile(r"^\s*(from|import)\s+inspect_flow\b", re.MULTILINE)
-EVAL_SET_CALL = re.compile(r"\beval_set\s*\(")
 MISSING = (
     "{path} is an Inspect Flow configuration, but the inspect-flow package is not installed; "
     "install Steward's flow extra (pip install 'steward[flow]')."
@@ -33,14 +31,25 @@ class FlowUnavailable(Exception):
 
 
 def is_flow_config(path: Path) -> bool:
-    """A Python file that imports inspect_flow and never calls eval_set() itself."""
+    """A Python file that imports inspect_flow and never calls eval_set() itself (read from
+    its syntax tree, so comments and docstrings mentioning either do not count)."""
     if path.suffix != ".py":
         return False
     try:
-        source = path.read_text()
-    except OSError:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
         return False
-    return bool(FLOW_IMPORT.search(source)) and not EVAL_SET_CALL.search(source)
+    imports_flow = calls_eval_set = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports_flow |= any(alias.name.split(".")[0] == "inspect_flow" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports_flow |= (node.module or "").split(".")[0] == "inspect_flow"
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            calls_eval_set |= name == "eval_set"
+    return imports_flow and not calls_eval_set
 
 
 def _flow() -> Any:
