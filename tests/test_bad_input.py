@@ -60,6 +60,11 @@ def test_init_never_overwrites_without_force(steward, tmp_path):
     assert (workspace / "evalset.py").read_text() == "# mine\n"
     steward.ok("init", str(workspace), "--force")
     assert "eval_set(" in (workspace / "evalset.py").read_text()
+    other = tmp_path / "other"
+    _refused(
+        steward("init", str(other), "--type", "bogus"), 2, "--type must be one of evalset, flow"
+    )
+    assert not other.exists()  # nothing half-written
 
 
 def test_init_writes_every_option_commented_with_its_default(steward, tmp_path):
