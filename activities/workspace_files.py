@@ -185,5 +185,8 @@ def curate_logs(request: CurateRequest) -> CurateResult:
             return result
         from .log_store import publish
 
-        result.published = publish(sorted(keep), store)
+        try:
+            result.published = publish(sorted(keep), store)
+        except ValueError as err:  # a Flow store without the flow extra: say so, don't retry
+            result.problem = str(err)
     return result

@@ -163,6 +163,8 @@ def check_credentials(ctx: runs.Context, models: list[str], quiet: bool) -> dict
     credentials the models' providers need. The check runs on the worker's host."""
     import uuid
 
+    from temporalio.client import WorkflowFailureError
+
     from worker.connect import host_queue
     from workflows.contracts import WORKFLOW_TASK_QUEUE
     from workflows.credentials import (
@@ -191,7 +193,13 @@ def check_credentials(ctx: runs.Context, models: list[str], quiet: bool) -> dict
                 result_type=CredentialsReport,
             )
 
-        report = asyncio.run(ask())
+        try:
+            report = asyncio.run(ask())
+        except WorkflowFailureError as err:  # no Steward worker on this host answered in time
+            raise CommandError(
+                "The Steward worker on this host did not answer the credentials check; start it "
+                "(`steward worker start`) and launch again, or pass --no-env-check."
+            ) from err
         refused = refusal(report, str(ctx.workspace))
         if refused:
             raise bad_input(refused)

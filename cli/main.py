@@ -107,13 +107,13 @@ def init(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a workspace: _steward.yaml, AGENTS.md, CLAUDE.md, the definition, journal, status."""
-    from worker.workspace import WorkspaceError, init_workspace
+    from worker.workspace import WorkspaceError, default_definition, init_workspace
 
     try:
         written = init_workspace(directory, force=force, kind=kind)
     except WorkspaceError as err:
         raise bad_input(str(err)) from err
-    definition = "config.py" if kind == "flow" else "evalset.py"
+    definition = default_definition(directory.resolve())
     emit(
         as_json,
         {"ok": True, "workspace": str(directory.resolve()), "files": written},

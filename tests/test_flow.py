@@ -115,6 +115,14 @@ def test_a_broken_flow_config_or_a_missing_extra_is_one_clear_sentence(
     from activities import log_store
 
     monkeypatch.setitem(sys.modules, "inspect_flow", None)  # as if the extra were not installed
+    from worker import flow_config
+
+    try:
+        flow_config.run(workspace / "config.py")
+    except SystemExit as exit:
+        assert "pip install 'steward[flow]'" in str(exit.code)
+    else:
+        raise AssertionError("a Flow config ran without inspect-flow")
     try:
         log_store.index_store(f"flow:{workspace_root / 'store'}")
     except ValueError as err:

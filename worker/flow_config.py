@@ -52,17 +52,16 @@ def is_flow_config(path: Path) -> bool:
     return imports_flow and not calls_eval_set
 
 
-def _flow() -> Any:
+def _require_flow() -> None:
     try:
         import inspect_flow  # noqa: F401
     except ImportError as err:
         raise FlowUnavailable(err) from err
-    return inspect_flow
 
 
 def resolve(config: Path) -> tuple[list[Any], dict[str, Any]]:
     """(inspect_ai tasks, eval_set keyword arguments) of a Flow config, without running it."""
-    _flow()
+    _require_flow()
     from inspect_flow import FlowOptions
     from inspect_flow._config.load import ConfigOptions, int_load_spec
     from inspect_flow._runner.instantiate import instantiate_tasks

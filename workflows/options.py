@@ -107,7 +107,10 @@ class StewardOptions(BaseModel):
         None, "Logs", "Root for this machine's logs (a path or an fsspec URL such as s3://...)."
     )
     log_store: str | None = _option(
-        None, "Logs", "Logs to reuse rather than run: a directory of .eval files or a Flow store."
+        None,
+        "Logs",
+        "Logs to reuse rather than run: a directory of .eval files, or a Flow store "
+        "(flow:PATH, flow:auto, or a directory holding one).",
     )
     sync: str | None = _option(
         None, "Logs", "Where the workspace's files are mirrored on each tend (null: the log dir)."
