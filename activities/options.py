@@ -101,7 +101,25 @@ def load_options(workspace: Path) -> StewardOptions:
             f"expected {_describe_allowed(first)}."
         ) from err
     # Already validated: copy the values over without re-reading durations as bare numbers.
-    return StewardOptions.model_construct(**loaded.model_dump())
+    values = loaded.model_dump()
+    for key in LOCATIONS:
+        values[key] = anchored(values[key], workspace)
+    return StewardOptions.model_construct(**values)
+
+
+LOCATIONS = ("log_root", "log_store", "sync")  # options naming a place for logs or files
+
+
+def anchored(location: str | None, workspace: Path) -> str | None:
+    """A relative local path is the workspace's (the CLI and the worker run in different
+    directories); URLs, absolute paths and `flow:auto` stay as written."""
+    if not location or "://" in location:
+        return location
+    if location.startswith("flow:"):
+        rest = location.removeprefix("flow:")
+        return location if rest in ("", "auto") else "flow:" + str(anchored(rest, workspace))
+    path = Path(location).expanduser()
+    return str(path if path.is_absolute() else workspace / path)
 
 
 def _where(key: str, from_file: dict, options_path: Path, dotenvs: list[Path]) -> str:

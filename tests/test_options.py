@@ -103,3 +103,20 @@ def test_refusals_name_key_file_and_what_is_allowed(tmp_path: Path, environ, yam
         load_options(tmp_path)
     message = str(refused.value)
     assert needle in message and "_steward.yaml" in message and "\n" not in message
+
+
+def test_relative_locations_are_the_workspaces(tmp_path: Path, environ):
+    # The CLI runs in the workspace and the worker elsewhere: both must mean the same place.
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "_steward.yaml").write_text(
+        "log_store: flow:../store\nlog_root: s3://bucket/logs\nsync: mirror\n"
+    )
+    options = load_options(workspace)
+    assert options.log_store == f"flow:{workspace.resolve()}/../store"
+    assert options.log_root == "s3://bucket/logs" and options.sync == str(
+        workspace.resolve() / "mirror"
+    )
+    (workspace / "_steward.yaml").write_text("log_store: flow:auto\nsync: /abs/mirror\n")
+    assert load_options(workspace).log_store == "flow:auto"
+    assert load_options(workspace).sync == "/abs/mirror"
