@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from tests.helpers import Steward, free_port
+from harness.helpers import Steward, free_port
 
 
 def private_steward(prefix: str) -> tuple[Path, Steward]:

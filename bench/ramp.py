@@ -31,7 +31,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from tests.helpers import Steward, free_port, make_workspace, write_definition
+from harness.helpers import Steward, free_port, make_workspace, write_definition
 from worker.provider_simulator import spawn
 
 TASKS = 4

@@ -23,7 +23,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from bench.common import private_steward
-from tests.helpers import make_workspace, wait_for
+from harness.helpers import make_workspace, wait_for
 from workflows.contracts import TendSummary
 
 

@@ -15,7 +15,7 @@ from workflows.credentials import (
     unmet,
 )
 
-from .helpers import Steward, fetch_history, history_plaintext, make_workspace, replay
+from harness.helpers import Steward, fetch_history, history_plaintext, make_workspace, replay
 
 SIM_MODEL = "openai-api/sim/echo"
 SECRET = "sk-sim-7f3a9c-do-not-leak"

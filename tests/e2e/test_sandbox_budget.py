@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .helpers import make_workspace, wait_for
+from harness.helpers import make_workspace, wait_for
 
 
 def test_sandboxed_tasks_share_the_budget_and_the_ramp_respects_it(steward, workspace_root):

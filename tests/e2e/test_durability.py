@@ -8,7 +8,7 @@ import signal
 
 from inspect_ai.log import read_eval_log_sample_summaries
 
-from .helpers import assert_each_sample_once, make_workspace, pid_alive, wait_for
+from harness.helpers import assert_each_sample_once, make_workspace, pid_alive, wait_for
 
 SLOW = "STEWARD_OFFLINE_DELAY=0.6\n"
 

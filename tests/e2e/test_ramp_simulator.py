@@ -9,7 +9,7 @@ import time
 
 import httpx
 
-from .helpers import make_workspace, wait_for
+from harness.helpers import make_workspace, wait_for
 
 SIM_MODEL = "openai-api/sim/echo"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from .helpers import Steward, free_port, make_workspace, pid_alive, wait_for
+from harness.helpers import Steward, free_port, make_workspace, pid_alive, wait_for
 
 
 def _private(steward: Steward, tmp_path: Path, **env: str) -> Steward:

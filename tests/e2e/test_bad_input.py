@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .helpers import make_workspace, write_definition
+from harness.helpers import make_workspace, write_definition
 
 
 def _refused(result, code: int, *needles: str) -> str:

@@ -1,7 +1,7 @@
 """Determinism: EvalRun replays recorded histories without a non-determinism error.
 
 `tests/histories/*.json` are histories recorded from real runs (regenerate one with
-STEWARD_RECORD_HISTORY=1 pytest tests/test_replay.py): a change to the workflow that would
+STEWARD_RECORD_HISTORY=1 pytest tests/e2e/test_replay.py): a change to the workflow that would
 break runs already in flight fails here first.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowHistory
 
-from .helpers import HISTORIES, fetch_history, make_workspace, replay
+from harness.helpers import HISTORIES, fetch_history, make_workspace, replay
 
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from .helpers import Steward, make_workspace, wait_for
+from harness.helpers import Steward, make_workspace, wait_for
 
 
 def _tends(steward: Steward, workspace) -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from inspect_ai.log import read_eval_log
 
-from .helpers import (
+from harness.helpers import (
     DEFINITION_HEAD,
     Steward,
     fetch_history,

@@ -201,7 +201,7 @@ def assert_each_sample_once(workspace: Path, expected: dict[str, int]) -> None:
     assert len(list((workspace / "logs").glob("*.eval"))) == len(expected)
 
 
-HISTORIES = Path(__file__).parent / "histories"
+HISTORIES = Path(__file__).resolve().parent.parent / "tests" / "histories"
 
 
 def replay(history: Any, record_as: str | None = None) -> None:

@@ -12,7 +12,7 @@ import signal
 from datetime import datetime
 from pathlib import Path
 
-from .helpers import Steward, fetch_history, make_workspace, pid_alive, replay, wait_for
+from harness.helpers import Steward, fetch_history, make_workspace, pid_alive, replay, wait_for
 
 
 def _capacity_workspace(steward: Steward, root: Path, name: str, hold: Path) -> Path:

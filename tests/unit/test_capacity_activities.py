@@ -10,8 +10,8 @@ from activities.capacity import probe
 from activities.probe_kubernetes import quota_event
 from workflows.capacity import GI, ProbeRequest
 
-from .fake_docker import FakeContainer, FakeDocker
-from .fake_kubernetes import FakeKubernetes, write_kubeconfig
+from harness.fake_docker import FakeContainer, FakeDocker
+from harness.fake_kubernetes import FakeKubernetes, write_kubeconfig
 
 
 @pytest.fixture

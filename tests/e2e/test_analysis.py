@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from workflows.analysis_view import END, begin_marker, block, merge_analysis
 
-from .helpers import Steward, make_workspace
+from harness.helpers import Steward, make_workspace
 
 PROSE_TOP = "# Analysis\n\nMy reading: alpha looks easy.\n\n"
 PROSE_BETWEEN = "\nNote between blocks — *keep me*.\n\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .helpers import Steward, free_port
+from harness.helpers import Steward, free_port
 
 
 def _session_env(data_dir: Path) -> dict[str, str]:

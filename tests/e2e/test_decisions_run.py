@@ -8,8 +8,8 @@ import json
 import math
 from pathlib import Path
 
-from .helpers import fetch_history, replay, wait_for
-from .receiver import Receiver
+from harness.helpers import fetch_history, replay, wait_for
+from harness.receiver import Receiver
 
 DEFINITION = """from inspect_ai import Task, eval_set, task
 from inspect_ai.dataset import Sample

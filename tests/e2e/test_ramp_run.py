@@ -7,7 +7,7 @@ import json
 
 from inspect_ai.log import read_eval_log
 
-from .helpers import make_workspace, wait_for
+from harness.helpers import make_workspace, wait_for
 
 
 def _task(steward, workspace, name="wide"):

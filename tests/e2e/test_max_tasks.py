@@ -8,7 +8,7 @@ import json
 from workflows.contracts import RunState, TaskSpec
 from workflows.policy import plan_spawns
 
-from .helpers import Steward, make_workspace
+from harness.helpers import Steward, make_workspace
 
 
 def test_max_tasks_policy_keeps_definition_order():

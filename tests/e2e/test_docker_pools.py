@@ -17,7 +17,7 @@ from activities.docker_pools import (
     network_capacity,
 )
 
-from .fake_docker import FakeDocker
+from harness.fake_docker import FakeDocker
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_bad_daemon_json_is_refused_and_left_alone(tmp_path, content):
 
 
 def test_launch_advises_and_merges_only_when_told(steward, workspace_root, fake_docker):
-    from .helpers import make_workspace
+    from harness.helpers import make_workspace
 
     daemon = fake_docker(None)  # built-in pools: 32 networks
     workspace = make_workspace(

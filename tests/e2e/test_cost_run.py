@@ -3,7 +3,7 @@ capacity-time next to them, and a token cap that pauses the run and asks the ope
 
 from __future__ import annotations
 
-from .helpers import make_workspace, wait_for
+from harness.helpers import make_workspace, wait_for
 
 
 def _open_cap_decision(steward, workspace) -> dict | None:

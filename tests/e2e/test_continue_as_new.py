@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .helpers import assert_each_sample_once, make_workspace
+from harness.helpers import assert_each_sample_once, make_workspace
 
 
 def test_state_survives_continue_as_new(steward, workspace_root):

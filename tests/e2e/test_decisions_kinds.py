@@ -8,8 +8,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from .helpers import make_workspace, wait_for
-from .receiver import Receiver
+from harness.helpers import make_workspace, wait_for
+from harness.receiver import Receiver
 
 APPROVAL_DEFINITION = """from inspect_ai import Task, eval_set, task
 from inspect_ai.dataset import Sample

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from worker.flow_config import is_flow_config
 
-from .helpers import Steward, read_logs
+from harness.helpers import Steward, read_logs
 
 CONFIG = """from inspect_flow import FlowOptions, FlowSpec, FlowTask
 

@@ -7,7 +7,7 @@ import json
 import os
 import signal
 
-from .helpers import assert_each_sample_once, make_workspace, pid_alive, read_logs, wait_for
+from harness.helpers import assert_each_sample_once, make_workspace, pid_alive, read_logs, wait_for
 
 
 def test_init_launch_finished_three_tasks(steward, workspace_root):

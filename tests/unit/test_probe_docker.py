@@ -7,7 +7,7 @@ import pytest
 
 from activities.probe_docker import docker_reading, reap_sandboxes
 
-from .fake_docker import FakeContainer, FakeDocker
+from harness.fake_docker import FakeContainer, FakeDocker
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from activities.sandbox_size import (
 )
 from workflows.capacity import GI, SandboxSize
 
-from .helpers import DEFINITION_HEAD
+from harness.helpers import DEFINITION_HEAD
 
 
 def _write(path: Path, text: str) -> Path:
