@@ -25,6 +25,7 @@ from workflows.capacity import (
     domain_id,
 )
 from workflows.contracts import WORKFLOW_TASK_QUEUE
+from workflows.names import Activity
 
 from .options import OptionsError, dotenv_chain, load_options
 from .probe_docker import docker_reading, reap_sandboxes
@@ -89,13 +90,13 @@ def probe(request: ProbeRequest, host_queue: str) -> tuple[ProbeReading, str]:
     return reading, domain
 
 
-@activity.defn(name="probe_capacity")
+@activity.defn(name=Activity.PROBE_CAPACITY)
 async def probe_capacity(request: ProbeRequest) -> ProbeReading:
     reading, _ = await asyncio.to_thread(probe, request, activity.info().task_queue)
     return reading
 
 
-@activity.defn(name="request_admission")
+@activity.defn(name=Activity.REQUEST_ADMISSION)
 async def request_admission(call: AdmissionCall) -> AdmissionOutcome:
     """Probe, then ask the domain's ledger (started on first use) through its `admit` update.
     Idempotent: the ledger keeps one entry per run however often this is retried."""
@@ -123,7 +124,7 @@ async def request_admission(call: AdmissionCall) -> AdmissionOutcome:
     return AdmissionOutcome(admission=admission, reading=reading, domain_id=domain, event=event)
 
 
-@activity.defn(name="reap_sandboxes")
+@activity.defn(name=Activity.REAP_SANDBOXES)
 def reap_sandboxes_activity(workspaces: list[str]) -> list[str]:
     """Remove sandbox containers a cancelled run's workers left behind (by their compose
     project's directory); an unreachable engine reaps nothing."""

@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 from activities.sandbox_size import sandbox_size
 from workflows.capacity import SandboxSize
 from workflows.contracts import Capture, CaptureRequest, TaskSpec
+from workflows.names import Activity
 
 CAPTURE_TIMEOUT_S = 600
 
@@ -121,7 +122,7 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
     )
 
 
-@activity.defn(name="capture_definition")
+@activity.defn(name=Activity.CAPTURE_DEFINITION)
 def capture_definition(request: CaptureRequest) -> Capture:
     try:
         return capture_definition_sync(request.workspace, request.definition)

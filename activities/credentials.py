@@ -11,6 +11,7 @@ from dotenv import dotenv_values
 from temporalio import activity
 
 from workflows.credentials import CredentialsReport, CredentialsRequest, Found, unmet
+from workflows.names import Activity
 
 from .options import dotenv_chain
 
@@ -31,7 +32,7 @@ def visible(workspace: Path, names: set[str]) -> list[Found]:
     return found
 
 
-@activity.defn(name="check_credentials")
+@activity.defn(name=Activity.CHECK_CREDENTIALS)
 def check_credentials(request: CredentialsRequest) -> CredentialsReport:
     names = {name for r in request.requirements for group in r.groups for name in group}
     found = visible(Path(request.workspace), names)

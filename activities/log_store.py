@@ -17,6 +17,7 @@ from temporalio import activity
 
 from workflows.contracts import FetchRequest, MoveRequest, TaskSpec
 from workflows.delta import ArchivedLog
+from workflows.names import Activity
 
 from .observe import _local_path
 from .workspace_files import archive_dir
@@ -275,13 +276,13 @@ def move(path: str, directory: str) -> str:
 
 
 # ---------------------------------------------------------------- activities
-@activity.defn(name="fetch_from_store")
+@activity.defn(name=Activity.FETCH_FROM_STORE)
 def fetch_from_store(request: FetchRequest) -> dict[str, str]:
     """Copy the store's logs that satisfy tasks into the run's log dir (idempotent)."""
     return {identifier: fetch(path, request.log_dir) for identifier, path in request.hits.items()}
 
 
-@activity.defn(name="move_logs")
+@activity.defn(name=Activity.MOVE_LOGS)
 def move_logs(request: MoveRequest) -> list[str]:
     """Move logs to the archive or back; a log already moved (a retry) is skipped."""
     moved = []

@@ -13,6 +13,7 @@ from pathlib import Path
 from temporalio import activity
 
 from workflows.contracts import NotifyRequest, NotifyResult
+from workflows.names import Activity
 
 from .options import OptionsError, load_options
 
@@ -54,7 +55,7 @@ def deliver(targets: list[str], title: str, body: str) -> bool:
     return bool(notifier.notify(title=title, body=body))
 
 
-@activity.defn(name="notify")
+@activity.defn(name=Activity.NOTIFY)
 def notify(request: NotifyRequest) -> NotifyResult:
     try:
         targets = destinations(Path(request.workspace))

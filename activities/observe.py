@@ -23,6 +23,7 @@ from workflows.contracts import (
     TaskObservation,
     WorkerProcess,
 )
+from workflows.names import Activity
 from workflows.ramp import RampCounters, RampReading
 
 from .cost import log_usage
@@ -239,7 +240,7 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
     return observation
 
 
-@activity.defn(name="observe_run")
+@activity.defn(name=Activity.OBSERVE_RUN)
 def observe_run(request: ObserveRequest) -> Observation:
     observation = observe_run_sync(request)
     if request.anomalies is not None:
@@ -272,6 +273,6 @@ def apply_setpoints_sync(request: SetpointRequest) -> list[str]:
     return problems
 
 
-@activity.defn(name="apply_setpoints")
+@activity.defn(name=Activity.APPLY_SETPOINTS)
 def apply_setpoints(request: SetpointRequest) -> list[str]:
     return apply_setpoints_sync(request)

@@ -17,7 +17,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from pydantic_settings.sources import InitSettingsSource
 from temporalio import activity
 
-from workflows.contracts import RampSettings, RampSettingsRequest
+from workflows.contracts import LiveOptions, LiveOptionsRequest
+from workflows.names import Activity
 from workflows.options import StewardOptions, standing_rules
 
 OPTIONS_FILE = "_steward.yaml"
@@ -134,15 +135,15 @@ def _where(key: str, from_file: dict, options_path: Path, dotenvs: list[Path]) -
     return "(default)"
 
 
-@activity.defn(name="read_ramp_settings")
-def read_ramp_settings(request: RampSettingsRequest) -> RampSettings:
+@activity.defn(name=Activity.READ_LIVE_OPTIONS)
+def read_ramp_settings(request: LiveOptionsRequest) -> LiveOptions:
     """The ramp range as the workspace says now (a live run follows edits at its next tend).
     An option file broken mid-run keeps the last good range and says why."""
     try:
         options = load_options(Path(request.workspace))
     except OptionsError as err:
-        return RampSettings(problem=str(err))
-    return RampSettings(
+        return LiveOptions(problem=str(err))
+    return LiveOptions(
         samples_ramp=options.samples_ramp,
         rules=standing_rules(options),
         heartbeat=options.heartbeat,

@@ -15,6 +15,7 @@ import psutil
 from temporalio import activity
 
 from workflows.contracts import SpawnRequest, StopRequest, StopResult, WorkerProcess
+from workflows.names import Activity
 
 SELECTION_VERSION = 7
 # Children this process started: polling them reaps them, so a dead child is not a zombie.
@@ -119,7 +120,7 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
     return worker
 
 
-@activity.defn(name="spawn_worker")
+@activity.defn(name=Activity.SPAWN_WORKER)
 def spawn_worker(request: SpawnRequest) -> WorkerProcess:
     return spawn_worker_sync(request)
 
@@ -155,6 +156,6 @@ def stop_workers_sync(request: StopRequest, heartbeat=lambda: None) -> StopResul
     return result
 
 
-@activity.defn(name="stop_workers")
+@activity.defn(name=Activity.STOP_WORKERS)
 def stop_workers(request: StopRequest) -> StopResult:
     return stop_workers_sync(request, heartbeat=activity.heartbeat)

@@ -28,6 +28,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from workflows.names import Activity
+
 SCORING_INTEGRITY = "scoring_integrity"
 
 SCORING_INTEGRITY_QUESTION = (
@@ -374,7 +376,7 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
     return response["findings"]
 
 
-@activity.defn(name="scan_transcripts")
+@activity.defn(name=Activity.SCAN_TRANSCRIPTS)
 async def scan_transcripts_activity(request: dict) -> list[dict]:
     """Temporal activity: `{"log_paths", "results_dir", "scan_model", "scanners", "cwd"}`."""
     try:

@@ -19,6 +19,7 @@ from temporalio import activity
 
 from workflows.contracts import AnomalyRequest, ApplyRequest, ApplyResult, TaskSpec, WorkerProcess
 from workflows.decisions import Action, Anomaly, deepest_frame, error_type_of
+from workflows.names import Activity
 
 from .observe import _client, _local_path, _pool, control_get, logs_by_identifier
 from .processes import is_alive
@@ -375,6 +376,6 @@ def apply_actions_sync(request: ApplyRequest, workers: list[WorkerProcess]) -> A
     return result
 
 
-@activity.defn(name="apply_actions")
+@activity.defn(name=Activity.APPLY_ACTIONS)
 def apply_actions(request: ApplyRequest) -> ApplyResult:
     return apply_actions_sync(request, request.workers)

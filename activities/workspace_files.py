@@ -17,6 +17,7 @@ from workflows.contracts import (
     TidyRequest,
     WorkspaceWrite,
 )
+from workflows.names import Activity
 from workflows.status_view import render_status_markdown
 
 from .observe import logs_by_identifier
@@ -99,7 +100,7 @@ def read_journal(workspace: Path, since: int = 0) -> list[dict]:
     return events
 
 
-@activity.defn(name="write_workspace")
+@activity.defn(name=Activity.WRITE_WORKSPACE)
 def write_workspace(request: WorkspaceWrite) -> int:
     workspace = Path(request.workspace)
     write_atomic(workspace / STATUS, render_status_markdown(request.status))
@@ -149,7 +150,7 @@ def archive(path: str, log_dir: str) -> str:
     return str(target)
 
 
-@activity.defn(name="tidy_logs")
+@activity.defn(name=Activity.TIDY_LOGS)
 def tidy_logs(request: TidyRequest) -> list[str]:
     """Move logs superseded by a newer success log of the same task (what a resumed worker
     leaves behind) to the archive, so the log dir holds each sample exactly once."""
@@ -168,7 +169,7 @@ def tidy_logs(request: TidyRequest) -> list[str]:
     return moved
 
 
-@activity.defn(name="curate_logs")
+@activity.defn(name=Activity.CURATE_LOGS)
 def curate_logs(request: CurateRequest) -> CurateResult:
     """At signoff: every log in the log dir that is not a task's final log goes to the archive;
     with `publish`, the final logs are copied into the configured log store."""

@@ -45,7 +45,7 @@ from workflows.contracts import (
     Observation,
     ObserveRequest,
     Progress,
-    RampSettings,
+    LiveOptions,
     RunInput,
     RunSettings,
     SpawnRequest,
@@ -111,8 +111,8 @@ async def write_workspace(write: WorkspaceWrite) -> None:
 
 
 @activity.defn(name="read_ramp_settings")
-async def ramp_settings(request) -> RampSettings:
-    return RampSettings(samples_ramp=(1, 1), heartbeat=False)
+async def ramp_settings(request) -> LiveOptions:
+    return LiveOptions(samples_ramp=(1, 1), heartbeat=False)
 
 
 @activity.defn(name="notify")

@@ -16,7 +16,7 @@ import typer
 from workflows.contracts import (
     TERMINAL_PHASES,
     CancelRequest,
-    PauseRequest,
+    CommandNote,
     RunSettings,
     TendSummary,
 )
@@ -475,7 +475,7 @@ def collect(
         if status.state.phase in TERMINAL_PHASES:
             return None
         view = await handle.query("collect_view", since, result_type=CollectView)
-        await handle.signal("collected", PauseRequest(by=_who("")))
+        await handle.signal("collected", CommandNote(by=_who("")))
         return view
 
     from worker.workspace import read_journal
@@ -674,7 +674,7 @@ def pause(
     _signal(
         workspace,
         "pause",
-        PauseRequest(reason=reason, by=_who(by)),
+        CommandNote(reason=reason, by=_who(by)),
         as_json,
         "Paused: nothing new will be spawned; running workers finish.",
     )
@@ -684,7 +684,7 @@ def pause(
 @command
 def resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = False) -> None:
     """Schedule work again; the next tend converges from what it finds."""
-    _signal(workspace, "resume", PauseRequest(by=_who(by)), as_json, "Resumed.")
+    _signal(workspace, "resume", CommandNote(by=_who(by)), as_json, "Resumed.")
 
 
 @ramp_app.command("hold")
@@ -699,7 +699,7 @@ def ramp_hold(
     _signal(
         workspace,
         "ramp_hold",
-        PauseRequest(reason=reason, by=_who(by)),
+        CommandNote(reason=reason, by=_who(by)),
         as_json,
         "Ramp held: no task climbs until `steward ramp resume`; pushback still cuts.",
     )
@@ -709,7 +709,7 @@ def ramp_hold(
 @command
 def ramp_resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = False) -> None:
     """Re-arm the concurrency climb."""
-    _signal(workspace, "ramp_resume", PauseRequest(by=_who(by)), as_json, "Ramp re-armed.")
+    _signal(workspace, "ramp_resume", CommandNote(by=_who(by)), as_json, "Ramp re-armed.")
 
 
 @app.command()

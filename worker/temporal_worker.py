@@ -54,6 +54,7 @@ ACTIVITIES = [
     tidy_logs,
     write_workspace,
 ]
+WORKFLOWS = [EvalRun, CapacityLedger, CredentialsCheck]
 log = structlog.get_logger("steward.worker")
 
 
@@ -73,7 +74,7 @@ def build_workers(client, executor: ThreadPoolExecutor) -> list[Worker]:
         Worker(
             client,
             task_queue=WORKFLOW_TASK_QUEUE,
-            workflows=[EvalRun, CapacityLedger, CredentialsCheck],
+            workflows=WORKFLOWS,
             workflow_runner=workflow_runner(),
         ),
         Worker(client, task_queue=host_queue(), activities=ACTIVITIES, activity_executor=executor),

@@ -17,6 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from . import capacity
+    from .names import Activity, Signal, WorkflowType
     from .capacity import (
         Admission,
         AdmitRequest,
@@ -31,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
 REPROBE_INTERVAL = timedelta(minutes=5)
 
 
-@workflow.defn(name="CapacityLedger")
+@workflow.defn(name=WorkflowType.CAPACITY_LEDGER)
 class CapacityLedger:
     @workflow.init
     def __init__(self, start: LedgerInput) -> None:
@@ -80,13 +81,13 @@ class CapacityLedger:
         if not request.run_id:
             raise ApplicationError("An admission needs the run's id.")
 
-    @workflow.signal
+    @workflow.signal(name=Signal.RELEASE)
     def release(self, request: Release) -> None:
         if capacity.release(self._ledger, request):
             capacity.forget_observed(self._ledger)
         self._pump()
 
-    @workflow.signal
+    @workflow.signal(name=Signal.WITHDRAW)
     def withdraw(self, request: Release) -> None:
         """A run cancelled or deleted while queued leaves the queue (and anything it held)."""
         capacity.withdraw(self._ledger, request.run_id)
@@ -118,7 +119,7 @@ class CapacityLedger:
         while self._to_signal:
             run_id, admission = self._to_signal.pop(0)
             try:
-                await workflow.get_external_workflow_handle(run_id).signal("admitted", admission)
+                await workflow.get_external_workflow_handle(run_id).signal(Signal.ADMITTED, admission)
             except Exception:  # noqa: BLE001 - the run is gone: its place goes to the next
                 capacity.release(self._ledger, Release(run_id=run_id))
                 self._note(f"{run_id} ended before it was admitted; its capacity passes on")
@@ -131,7 +132,7 @@ class CapacityLedger:
             return
         try:
             reading: ProbeReading = await workflow.execute_activity(
-                "probe_capacity",
+                Activity.PROBE_CAPACITY,
                 ProbeRequest(**ledger.probe),
                 task_queue=ledger.host_queue,
                 result_type=ProbeReading,

@@ -337,7 +337,7 @@ class TidyRequest(BaseModel):
     identifiers: list[str]
 
 
-class PauseRequest(BaseModel):
+class CommandNote(BaseModel):
     reason: str = ""
     by: str = ""
 
@@ -364,12 +364,12 @@ class SetpointRequest(BaseModel):
     changes: list[SetpointChange]
 
 
-class RampSettingsRequest(BaseModel):
+class LiveOptionsRequest(BaseModel):
     workspace: str
     definition: str | None = None  # also hash the definition file (drift)
 
 
-class RampSettings(BaseModel):
+class LiveOptions(BaseModel):
     """The options re-read each tend (the agent writes standing rules during a run)."""
 
     samples_ramp: tuple[int, int] | Literal[False] | None = None  # None: options unreadable now

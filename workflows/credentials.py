@@ -14,6 +14,9 @@ from datetime import timedelta
 from pydantic import BaseModel, Field
 from temporalio import workflow
 
+with workflow.unsafe.imports_passed_through():
+    from .names import Activity, WorkflowType
+
 # provider -> the variables it needs: each inner list is satisfied by any one of its names.
 PROVIDER_VARIABLES: dict[str, list[list[str]]] = {
     "openai": [["OPENAI_API_KEY", "AZUREAI_OPENAI_API_KEY", "AZURE_OPENAI_API_KEY"]],
@@ -117,14 +120,14 @@ def refusal(report: CredentialsReport, workspace: str) -> str | None:
     )
 
 
-@workflow.defn(name="CredentialsCheck")
+@workflow.defn(name=WorkflowType.CREDENTIALS_CHECK)
 class CredentialsCheck:
     """Ask the host that starts the workers which credentials they would see (names only)."""
 
     @workflow.run
     async def run(self, request: CredentialsRequest) -> CredentialsReport:
         return await workflow.execute_activity(
-            "check_credentials",
+            Activity.CHECK_CREDENTIALS,
             request,
             task_queue=request.host_queue,
             start_to_close_timeout=timedelta(seconds=30),

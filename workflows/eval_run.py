@@ -45,10 +45,10 @@ with workflow.unsafe.imports_passed_through():
         NotifyResult,
         Observation,
         ObserveRequest,
-        PauseRequest,
+        CommandNote,
         Progress,
-        RampSettings,
-        RampSettingsRequest,
+        LiveOptions,
+        LiveOptionsRequest,
         RunInput,
         RunState,
         RunStatus,
@@ -70,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
     from .decisions import Anomaly, RuleRequest, RuleResult
     from .delta import AmendRequest, AmendResult, compute_delta, delta_lines
     from .eval_run_state import effective_interval, visible_state
+    from .names import Activity, Signal, WorkflowType
 
 STATE_KEY = SearchAttributeKey.for_keyword("StewardState")
 DONE_KEY = SearchAttributeKey.for_int("StewardSamplesDone")
@@ -78,7 +79,7 @@ TOTAL_KEY = SearchAttributeKey.for_int("StewardSamplesTotal")
 _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 
 
-@workflow.defn(name="EvalRun")
+@workflow.defn(name=WorkflowType.EVAL_RUN)
 class EvalRun:
     @workflow.init
     def __init__(self, run_input: RunInput) -> None:
@@ -239,7 +240,7 @@ class EvalRun:
                 f"({self._state.capacity.reason})."
             )
 
-    @workflow.signal
+    @workflow.signal(name=Signal.ADMITTED)
     async def admitted(self, admission: Admission) -> None:
         """The capacity ledger let this queued run in (a release pumped the queue)."""
         state = self._state
@@ -253,28 +254,28 @@ class EvalRun:
         self._wake = True
 
     @workflow.signal
-    def pause(self, request: PauseRequest) -> None:
+    def pause(self, request: CommandNote) -> None:
         if not self._state.paused:
             self._state.paused, self._state.pause_reason = True, request.reason
             self._journal("paused", reason=request.reason, by=request.by)
         self._wake = True
 
     @workflow.signal
-    def resume(self, request: PauseRequest) -> None:
+    def resume(self, request: CommandNote) -> None:
         if self._state.paused:
             self._state.paused, self._state.pause_reason = False, None
             self._journal("resumed", by=request.by)
         self._wake = True
 
     @workflow.signal
-    def ramp_hold(self, request: PauseRequest) -> None:
+    def ramp_hold(self, request: CommandNote) -> None:
         """Freeze the climb (the defensive cut on pushback stays active)."""
         if not self._state.ramp_hold:
             self._state.ramp_hold, self._state.ramp_hold_reason = True, request.reason
             self._journal("ramp hold", reason=request.reason, by=request.by)
 
     @workflow.signal
-    def ramp_resume(self, request: PauseRequest) -> None:
+    def ramp_resume(self, request: CommandNote) -> None:
         if self._state.ramp_hold:
             self._state.ramp_hold, self._state.ramp_hold_reason = False, None
             self._journal("ramp resumed", by=request.by)
@@ -346,7 +347,7 @@ class EvalRun:
             moved: list[str] = []
             if moves:
                 moved = await self._activity(
-                    "move_logs", MoveRequest(moves=moves), result_type=list[str]
+                    Activity.MOVE_LOGS, MoveRequest(moves=moves), result_type=list[str]
                 )
             destination = dict(zip([path for path, _ in moves], moved, strict=True))
             result.archived = [m for m in moved if m.startswith(archive)]
@@ -358,7 +359,7 @@ class EvalRun:
             fetched: dict[str, str] = {}
             if request.store_hits:
                 fetched = await self._activity(
-                    "fetch_from_store",
+                    Activity.FETCH_FROM_STORE,
                     FetchRequest(hits=request.store_hits, log_dir=state.log_dir),
                     result_type=dict[str, str],
                     timeout=timedelta(minutes=10),
@@ -444,7 +445,7 @@ class EvalRun:
         assert self._input is not None
         try:
             capture: Capture = await self._activity(
-                "capture_definition",
+                Activity.CAPTURE_DEFINITION,
                 CaptureRequest(workspace=self._input.workspace, definition=self._input.definition),
                 result_type=Capture,
                 timeout=timedelta(minutes=10),
@@ -470,7 +471,7 @@ class EvalRun:
         if not workers:
             return
         await self._activity(
-            "stop_workers",
+            Activity.STOP_WORKERS,
             StopRequest(workers=workers, grace_seconds=30.0),
             result_type=StopResult,
             timeout=timedelta(minutes=3),
@@ -534,7 +535,7 @@ class EvalRun:
         }
 
     @workflow.signal
-    def collected(self, request: PauseRequest) -> None:
+    def collected(self, request: CommandNote) -> None:
         """An agent looked (`steward collect`): its items stay its own for two more tends."""
         self._state.triage.last_collect_tend = self._state.tend_count
 
@@ -551,7 +552,7 @@ class EvalRun:
             state = self._state
             keep = [t.log for t in state.tasks if t.log and t.phase == "complete"]
             curated: CurateResult = await self._activity(
-                "curate_logs",
+                Activity.CURATE_LOGS,
                 CurateRequest(
                     workspace=self._input.workspace,
                     log_dir=state.log_dir,
@@ -647,7 +648,7 @@ class EvalRun:
             # `steward launch` resolved the definition already (to smoke it and match the log
             # store); a run started without one resolves it here.
             capture: Capture = self._input.capture or await self._activity(
-                "capture_definition",
+                Activity.CAPTURE_DEFINITION,
                 CaptureRequest(workspace=self._input.workspace, definition=self._input.definition),
                 result_type=Capture,
                 timeout=timedelta(minutes=10),
@@ -681,7 +682,7 @@ class EvalRun:
     async def _reuse_from_store(self, hits: dict[str, str]) -> list[str]:
         """Copy the store's logs that satisfy tasks into the log dir; those tasks are done."""
         fetched: dict[str, str] = await self._activity(
-            "fetch_from_store",
+            Activity.FETCH_FROM_STORE,
             FetchRequest(hits=hits, log_dir=self._state.log_dir),
             result_type=dict[str, str],
             timeout=timedelta(minutes=10),
@@ -724,7 +725,7 @@ class EvalRun:
         )
         try:
             observation: Observation = await self._activity(
-                "observe_run",
+                Activity.OBSERVE_RUN,
                 request,
                 result_type=Observation,
                 attempts=3 if self._decisions else None,
@@ -764,7 +765,7 @@ class EvalRun:
         summary.restarted = [state.task(i).spec.name for i in outcome.restart]
         if outcome.completed:
             await self._activity(
-                "tidy_logs", TidyRequest(log_dir=state.log_dir, identifiers=outcome.completed)
+                Activity.TIDY_LOGS, TidyRequest(log_dir=state.log_dir, identifiers=outcome.completed)
             )
 
         # Runs started before the ramp existed replay without it (tests/histories keeps one).
@@ -893,7 +894,7 @@ class EvalRun:
         if not actions:
             return
         result: ApplyResult = await self._activity(
-            "apply_actions",
+            Activity.APPLY_ACTIONS,
             ApplyRequest(
                 workspace=self._input.workspace,
                 actions=actions,
@@ -924,7 +925,7 @@ class EvalRun:
         logs = self._unscanned_logs()
         try:
             findings: list[dict[str, Any]] = await self._activity(
-                "scan_transcripts",
+                Activity.SCAN_TRANSCRIPTS,
                 {
                     "log_paths": logs,
                     "results_dir": f"{self._input.workspace}/.steward/scans",
@@ -977,7 +978,7 @@ class EvalRun:
             self._input.workspace.rstrip("/").split("/")[-1], state.outbox
         )
         result: NotifyResult = await self._activity(
-            "notify",
+            Activity.NOTIFY,
             NotifyRequest(workspace=self._input.workspace, title=title, body=body),
             result_type=NotifyResult,
             attempts=2,
@@ -997,10 +998,10 @@ class EvalRun:
         """Move each task's sample concurrency by the ramp's rules and apply it live."""
         assert self._input is not None
         state = self._state
-        fresh: RampSettings = await self._activity(
-            "read_ramp_settings",
-            RampSettingsRequest(workspace=self._input.workspace, definition=self._input.definition),
-            result_type=RampSettings,
+        fresh: LiveOptions = await self._activity(
+            Activity.READ_LIVE_OPTIONS,
+            LiveOptionsRequest(workspace=self._input.workspace, definition=self._input.definition),
+            result_type=LiveOptions,
         )
         if self._delta:
             await self._follow_drift(fresh.definition_hash)
@@ -1122,7 +1123,7 @@ class EvalRun:
                 )
         if changes:
             problems = await self._activity(
-                "apply_setpoints", SetpointRequest(changes=changes), result_type=list[str]
+                Activity.APPLY_SETPOINTS, SetpointRequest(changes=changes), result_type=list[str]
             )
             if problems:
                 self._journal("setpoint not applied", problems=problems)
@@ -1169,7 +1170,7 @@ class EvalRun:
             ],
         )
         worker: WorkerProcess = await self._activity(
-            "spawn_worker", request, result_type=WorkerProcess
+            Activity.SPAWN_WORKER, request, result_type=WorkerProcess
         )
         state.workers[worker_id] = worker
         for task in group:
@@ -1212,7 +1213,7 @@ class EvalRun:
             namespace=self._settings.kubernetes_namespace,
         )
         outcome: AdmissionOutcome = await self._activity(
-            "request_admission",
+            Activity.REQUEST_ADMISSION,
             AdmissionCall(
                 probe=probe,
                 admit=AdmitRequest(
@@ -1291,7 +1292,7 @@ class EvalRun:
         release = Release(run_id=workflow.info().workflow_id, footprint=keep, reason=reason)
         try:
             await workflow.get_external_workflow_handle(cap.domain_id).signal(
-                "release" if keep is not None else "withdraw", release
+                Signal.RELEASE if keep is not None else Signal.WITHDRAW, release
             )
         except Exception as err:  # noqa: BLE001 - a ledger that is gone holds nothing of ours
             self._journal("capacity release failed", problem=str(err))
@@ -1355,7 +1356,7 @@ class EvalRun:
         state.phase, state.cancel_reason = "cancelling", self._cancel.reason
         self._upsert_visibility()
         result: StopResult = await self._activity(
-            "stop_workers",
+            Activity.STOP_WORKERS,
             StopRequest(workers=list(state.workers.values()), grace_seconds=30.0),
             result_type=StopResult,
             timeout=timedelta(minutes=3),
@@ -1371,7 +1372,7 @@ class EvalRun:
             await self._release(None, "cancelled")
             if state.capacity.backend == "docker":
                 reaped = await self._activity(
-                    "reap_sandboxes", [self._input.workspace], result_type=list[str], attempts=3
+                    Activity.REAP_SANDBOXES, [self._input.workspace], result_type=list[str], attempts=3
                 )
                 if reaped:
                     self._journal("sandboxes reaped", containers=reaped)
@@ -1448,7 +1449,7 @@ class EvalRun:
         assert self._input is not None
         pending = list(self._state.pending_journal)
         await self._activity(
-            "write_workspace",
+            Activity.WRITE_WORKSPACE,
             WorkspaceWrite(workspace=self._input.workspace, status=self._status(), journal=pending),
         )
         # Only what was written leaves the queue; the activity skips seqs already on disk.

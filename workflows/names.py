@@ -1,0 +1,54 @@
+"""The names Temporal records in histories, each written once.
+
+Activities are registered under these names (`@activity.defn(name=Activity.X)`) and called by
+them from the workflows, which may not import activities. Signals that one workflow sends
+another are named here too, so the sender needs no import of the receiver (which would be a
+circle). A name is a wire format: renaming one breaks the replay of every recorded history;
+tests/unit/test_names.py checks this table against what the worker registers.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class Activity:
+    """Every activity the Steward worker registers, by the name histories record."""
+
+    APPLY_ACTIONS: Final = "apply_actions"
+    APPLY_SETPOINTS: Final = "apply_setpoints"
+    CAPTURE_DEFINITION: Final = "capture_definition"
+    CHECK_CREDENTIALS: Final = "check_credentials"
+    CURATE_LOGS: Final = "curate_logs"
+    FETCH_FROM_STORE: Final = "fetch_from_store"
+    MOVE_LOGS: Final = "move_logs"
+    NOTIFY: Final = "notify"
+    OBSERVE_RUN: Final = "observe_run"
+    PROBE_CAPACITY: Final = "probe_capacity"
+    # The options re-read each tend; the wire name is from when they held only the ramp.
+    READ_LIVE_OPTIONS: Final = "read_ramp_settings"
+    REAP_SANDBOXES: Final = "reap_sandboxes"
+    REQUEST_ADMISSION: Final = "request_admission"
+    SCAN_TRANSCRIPTS: Final = "scan_transcripts"
+    SPAWN_WORKER: Final = "spawn_worker"
+    STOP_WORKERS: Final = "stop_workers"
+    TIDY_LOGS: Final = "tidy_logs"
+    WRITE_WORKSPACE: Final = "write_workspace"
+
+    @classmethod
+    def all(cls) -> set[str]:
+        return {v for k, v in vars(cls).items() if k.isupper()}
+
+
+class Signal:
+    """Signals a workflow sends to another (the receiver declares them with these names)."""
+
+    ADMITTED: Final = "admitted"  # CapacityLedger -> EvalRun
+    RELEASE: Final = "release"  # EvalRun -> CapacityLedger: give part back
+    WITHDRAW: Final = "withdraw"  # EvalRun -> CapacityLedger: leave the ledger
+
+
+class WorkflowType:
+    EVAL_RUN: Final = "EvalRun"
+    CAPACITY_LEDGER: Final = "CapacityLedger"
+    CREDENTIALS_CHECK: Final = "CredentialsCheck"
