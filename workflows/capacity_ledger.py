@@ -17,7 +17,6 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from . import capacity
-    from .names import Activity, Signal, WorkflowType
     from .capacity import (
         Admission,
         AdmitRequest,
@@ -28,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         ProbeRequest,
         Release,
     )
+    from .names import Activity, Signal, WorkflowType
 
 REPROBE_INTERVAL = timedelta(minutes=5)
 
@@ -119,7 +119,9 @@ class CapacityLedger:
         while self._to_signal:
             run_id, admission = self._to_signal.pop(0)
             try:
-                await workflow.get_external_workflow_handle(run_id).signal(Signal.ADMITTED, admission)
+                await workflow.get_external_workflow_handle(run_id).signal(
+                    Signal.ADMITTED, admission
+                )
             except Exception:  # noqa: BLE001 - the run is gone: its place goes to the next
                 capacity.release(self._ledger, Release(run_id=run_id))
                 self._note(f"{run_id} ended before it was admitted; its capacity passes on")

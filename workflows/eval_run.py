@@ -35,20 +35,20 @@ with workflow.unsafe.imports_passed_through():
         Capture,
         CaptureRequest,
         CollectView,
+        CommandNote,
         CurateRequest,
         CurateResult,
         FetchRequest,
         JournalEvent,
+        LiveOptions,
+        LiveOptionsRequest,
         MoveRequest,
         Notice,
         NotifyRequest,
         NotifyResult,
         Observation,
         ObserveRequest,
-        CommandNote,
         Progress,
-        LiveOptions,
-        LiveOptionsRequest,
         RunInput,
         RunState,
         RunStatus,
@@ -765,7 +765,8 @@ class EvalRun:
         summary.restarted = [state.task(i).spec.name for i in outcome.restart]
         if outcome.completed:
             await self._activity(
-                Activity.TIDY_LOGS, TidyRequest(log_dir=state.log_dir, identifiers=outcome.completed)
+                Activity.TIDY_LOGS,
+                TidyRequest(log_dir=state.log_dir, identifiers=outcome.completed),
             )
 
         # Runs started before the ramp existed replay without it (tests/histories keeps one).
@@ -1372,7 +1373,10 @@ class EvalRun:
             await self._release(None, "cancelled")
             if state.capacity.backend == "docker":
                 reaped = await self._activity(
-                    Activity.REAP_SANDBOXES, [self._input.workspace], result_type=list[str], attempts=3
+                    Activity.REAP_SANDBOXES,
+                    [self._input.workspace],
+                    result_type=list[str],
+                    attempts=3,
                 )
                 if reaped:
                     self._journal("sandboxes reaped", containers=reaped)

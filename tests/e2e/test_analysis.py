@@ -3,9 +3,8 @@ markers (before, between and after the blocks) is never changed."""
 
 from __future__ import annotations
 
-from workflows.analysis_view import END, begin_marker, block, merge_analysis
-
 from harness.helpers import Steward, make_workspace
+from workflows.analysis_view import END, begin_marker, block, merge_analysis
 
 PROSE_TOP = "# Analysis\n\nMy reading: alpha looks easy.\n\n"
 PROSE_BETWEEN = "\nNote between blocks — *keep me*.\n\n"

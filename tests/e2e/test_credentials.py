@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+from harness.helpers import Steward, fetch_history, history_plaintext, make_workspace, replay
 from workflows.credentials import (
     CredentialsReport,
     Requirement,
@@ -14,8 +15,6 @@ from workflows.credentials import (
     requirements_for,
     unmet,
 )
-
-from harness.helpers import Steward, fetch_history, history_plaintext, make_workspace, replay
 
 SIM_MODEL = "openai-api/sim/echo"
 SECRET = "sk-sim-7f3a9c-do-not-leak"

@@ -16,7 +16,6 @@ from activities.docker_pools import (
     merge_finer_pools,
     network_capacity,
 )
-
 from harness.fake_docker import FakeDocker
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from worker.flow_config import is_flow_config
-
 from harness.helpers import Steward, read_logs
+from worker.flow_config import is_flow_config
 
 CONFIG = """from inspect_flow import FlowOptions, FlowSpec, FlowTask
 

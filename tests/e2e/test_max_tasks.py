@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
+from harness.helpers import Steward, make_workspace
 from workflows.contracts import RunState, TaskSpec
 from workflows.policy import plan_spawns
-
-from harness.helpers import Steward, make_workspace
 
 
 def test_max_tasks_policy_keeps_definition_order():

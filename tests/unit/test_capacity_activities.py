@@ -8,10 +8,9 @@ import pytest
 
 from activities.capacity import probe
 from activities.probe_kubernetes import quota_event
-from workflows.capacity import GI, ProbeRequest
-
 from harness.fake_docker import FakeContainer, FakeDocker
 from harness.fake_kubernetes import FakeKubernetes, write_kubeconfig
+from workflows.capacity import GI, ProbeRequest
 
 
 @pytest.fixture

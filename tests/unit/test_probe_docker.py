@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from activities.probe_docker import docker_reading, reap_sandboxes
-
 from harness.fake_docker import FakeContainer, FakeDocker
 
 

@@ -14,9 +14,8 @@ from activities.sandbox_size import (
     parse_k8s_quantity,
     sandbox_size,
 )
-from workflows.capacity import GI, SandboxSize
-
 from harness.helpers import DEFINITION_HEAD
+from workflows.capacity import GI, SandboxSize
 
 
 def _write(path: Path, text: str) -> Path:
