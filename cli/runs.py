@@ -18,7 +18,6 @@ from worker.workspace import (
 )
 from workflows.capacity import LedgerView
 from workflows.contracts import (
-    SEARCH_ATTRIBUTES,
     SETTLED_PHASES,
     TERMINAL_PHASES,
     WORKFLOW_TASK_QUEUE,
@@ -28,6 +27,7 @@ from workflows.contracts import (
     RunState,
     RunStatus,
 )
+from workflows.names import SEARCH_ATTRIBUTES, SearchKey
 from workflows.options import StewardOptions
 
 from .output import CommandError, bad_input, console
@@ -94,14 +94,14 @@ async def client_for(target: Target):
 
 
 def _typed_search_attributes(workspace: Path):
-    from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+    from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
     return TypedSearchAttributes(
         [
-            SearchAttributePair(SearchAttributeKey.for_keyword("StewardWorkspace"), str(workspace)),
-            SearchAttributePair(SearchAttributeKey.for_keyword("StewardState"), "capturing"),
-            SearchAttributePair(SearchAttributeKey.for_int("StewardSamplesDone"), 0),
-            SearchAttributePair(SearchAttributeKey.for_int("StewardSamplesTotal"), 0),
+            SearchAttributePair(SearchKey.WORKSPACE, str(workspace)),
+            SearchAttributePair(SearchKey.STATE, "capturing"),
+            SearchAttributePair(SearchKey.SAMPLES_DONE, 0),
+            SearchAttributePair(SearchKey.SAMPLES_TOTAL, 0),
         ]
     )
 
@@ -286,15 +286,15 @@ async def list_runs(target: Target) -> list[dict]:
         }
         memo = await execution.memo()
         done, total = (
-            attributes.get("StewardSamplesDone", 0),
-            attributes.get("StewardSamplesTotal", 0),
+            attributes.get(SearchKey.SAMPLES_DONE.name, 0),
+            attributes.get(SearchKey.SAMPLES_TOTAL.name, 0),
         )
         rows.append(
             {
                 "workflow_id": execution.id,
                 "run_id": execution.run_id,
-                "workspace": attributes.get("StewardWorkspace") or memo.get("workspace"),
-                "state": attributes.get("StewardState", "unknown"),
+                "workspace": attributes.get(SearchKey.WORKSPACE.name) or memo.get("workspace"),
+                "state": attributes.get(SearchKey.STATE.name, "unknown"),
                 "temporal_status": execution.status.name.lower() if execution.status else "unknown",
                 "samples_done": done,
                 "samples_total": total,

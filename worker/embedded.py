@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from workflows.contracts import SEARCH_ATTRIBUTES
+from workflows.names import SEARCH_ATTRIBUTES
 
 from .connect import Target, data_dir
 

@@ -12,13 +12,6 @@ from .cost import CostCap, ModelTokens, Price
 from .decisions import Action, Anomaly, StandingRules, Triage
 from .ramp import RampReading
 
-SEARCH_ATTRIBUTES: dict[str, str] = {
-    # name -> Temporal indexed value type, as `temporal server start-dev --search-attribute` wants it
-    "StewardWorkspace": "Keyword",
-    "StewardState": "Keyword",
-    "StewardSamplesDone": "Int",
-    "StewardSamplesTotal": "Int",
-}
 WORKFLOW_TASK_QUEUE = "steward"
 
 RunPhase = Literal[

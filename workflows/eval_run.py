@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -70,11 +70,8 @@ with workflow.unsafe.imports_passed_through():
     from .decisions import Anomaly, RuleRequest, RuleResult
     from .delta import AmendRequest, AmendResult, compute_delta, delta_lines
     from .eval_run_state import effective_interval, visible_state
-    from .names import Activity, Signal, WorkflowType
+    from .names import Activity, SearchKey, Signal, WorkflowType
 
-STATE_KEY = SearchAttributeKey.for_keyword("StewardState")
-DONE_KEY = SearchAttributeKey.for_int("StewardSamplesDone")
-TOTAL_KEY = SearchAttributeKey.for_int("StewardSamplesTotal")
 
 _RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 
@@ -1466,9 +1463,9 @@ class EvalRun:
         state = self._state
         workflow.upsert_search_attributes(
             [
-                STATE_KEY.value_set(visible_state(state)),
-                DONE_KEY.value_set(state.samples_done),
-                TOTAL_KEY.value_set(state.samples_total),
+                SearchKey.STATE.value_set(visible_state(state)),
+                SearchKey.SAMPLES_DONE.value_set(state.samples_done),
+                SearchKey.SAMPLES_TOTAL.value_set(state.samples_total),
             ]
         )
 

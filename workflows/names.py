@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from temporalio.common import SearchAttributeKey
+
 
 class Activity:
     """Every activity the Steward worker registers, by the name histories record."""
@@ -52,3 +54,22 @@ class WorkflowType:
     EVAL_RUN: Final = "EvalRun"
     CAPACITY_LEDGER: Final = "CapacityLedger"
     CREDENTIALS_CHECK: Final = "CredentialsCheck"
+
+
+class SearchKey:
+    """Search attributes a run keeps current, for `steward runs` and the web UI's list."""
+
+    WORKSPACE: Final = SearchAttributeKey.for_keyword("StewardWorkspace")
+    STATE: Final = SearchAttributeKey.for_keyword("StewardState")
+    SAMPLES_DONE: Final = SearchAttributeKey.for_int("StewardSamplesDone")
+    SAMPLES_TOTAL: Final = SearchAttributeKey.for_int("StewardSamplesTotal")
+
+    @classmethod
+    def all(cls) -> list[SearchAttributeKey]:
+        return [v for k, v in vars(cls).items() if k.isupper()]
+
+
+# name -> Temporal indexed value type, as `temporal server start-dev --search-attribute` wants it
+SEARCH_ATTRIBUTES: dict[str, str] = {
+    key.name: key.indexed_value_type.name.title() for key in SearchKey.all()
+}
