@@ -19,7 +19,7 @@ from temporalio import activity
 
 from workflows.contracts import LiveOptions, LiveOptionsRequest
 from workflows.names import Activity
-from workflows.options import StewardOptions, standing_rules
+from workflows.options import StewardOptions, live_options
 
 OPTIONS_FILE = "_steward.yaml"
 ENV_PREFIX = "STEWARD_"
@@ -143,16 +143,7 @@ def read_ramp_settings(request: LiveOptionsRequest) -> LiveOptions:
         options = load_options(Path(request.workspace))
     except OptionsError as err:
         return LiveOptions(problem=str(err))
-    return LiveOptions(
-        samples_ramp=options.samples_ramp,
-        rules=standing_rules(options),
-        heartbeat=options.heartbeat,
-        stuck_after=options.stuck_after,
-        prices=options.prices or {},
-        cost_cap=options.cost_cap,
-        definition_hash=definition_hash(Path(request.workspace), request.definition),
-        tend_interval=options.tend_interval,
-    )
+    return live_options(options, definition_hash(Path(request.workspace), request.definition))
 
 
 def definition_hash(workspace: Path, definition: str | None) -> str | None:

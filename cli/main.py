@@ -22,7 +22,7 @@ from workflows.contracts import (
 )
 from workflows.decisions import RuleRequest, RuleResult
 from workflows.eval_run_state import unsupervised
-from workflows.options import standing_rules
+from workflows.options import run_settings
 
 from . import launching, pools, render, runs
 from .output import BAD_INPUT, FAILED, OK, CommandError, bad_input, console, emit, fail, finish
@@ -311,22 +311,7 @@ def launch(
 
 
 def _settings(ctx: runs.Context) -> RunSettings:
-    options = ctx.options
-    return RunSettings(
-        tend_interval=options.tend_interval,
-        stall_after=options.stall_after,
-        max_workers=options.max_workers,
-        samples_ramp=options.samples_ramp,
-        stuck_after=options.stuck_after,
-        heartbeat=options.heartbeat,
-        rules=standing_rules(options),
-        scan_model=options.scan_model,
-        scanners=options.scanners or [],
-        capacity_backend=options.capacity_backend,
-        kubernetes_namespace=options.kubernetes_namespace,
-        prices=options.prices or {},
-        cost_cap=options.cost_cap,
-    )
+    return run_settings(ctx.options)
 
 
 def _print_dry_run(plan) -> None:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from .contracts import LiveOptions, RunSettings
 from .cost import CostCap, Price
 from .decisions import StandingRules
 
@@ -244,4 +245,37 @@ def standing_rules(options: StewardOptions) -> StandingRules:
         preauthorized=dict(options.preauthorized or {}),
         stuck_cancel=options.stuck_cancel or False,
         policies=[policies] if isinstance(policies, str) else list(policies or []),
+    )
+
+
+def run_settings(options: StewardOptions) -> RunSettings:
+    """What a run carries of the workspace's options (fixed at launch; see `live_options`)."""
+    return RunSettings(
+        tend_interval=options.tend_interval,
+        stall_after=options.stall_after,
+        max_workers=options.max_workers,
+        samples_ramp=options.samples_ramp,
+        stuck_after=options.stuck_after,
+        heartbeat=options.heartbeat,
+        rules=standing_rules(options),
+        scan_model=options.scan_model,
+        scanners=options.scanners or [],
+        capacity_backend=options.capacity_backend,
+        kubernetes_namespace=options.kubernetes_namespace,
+        prices=options.prices or {},
+        cost_cap=options.cost_cap,
+    )
+
+
+def live_options(options: StewardOptions, definition_hash: str | None) -> LiveOptions:
+    """The options a live run re-reads each tend, so edits to _steward.yaml apply mid-run."""
+    return LiveOptions(
+        samples_ramp=options.samples_ramp,
+        rules=standing_rules(options),
+        heartbeat=options.heartbeat,
+        stuck_after=options.stuck_after,
+        prices=options.prices or {},
+        cost_cap=options.cost_cap,
+        definition_hash=definition_hash,
+        tend_interval=options.tend_interval,
     )
