@@ -30,6 +30,10 @@ TaskPhase = Literal["pending", "running", "complete", "stalled", "given_up"]
 TERMINAL_PHASES: frozenset[str] = frozenset({"signed_off", "cancelled", "failed"})
 # Phases in which nothing more runs by itself: what `status --wait` waits for.
 SETTLED_PHASES: frozenset[str] = TERMINAL_PHASES | {"finished", "stalled"}
+# Phases with nothing left to tend: ended, or stopping its workers on the way to cancelled.
+ENDING_PHASES: frozenset[str] = TERMINAL_PHASES | {"cancelling"}
+# Phases that take no change of the run's work (signoff, relaunch): ending, or not yet resolved.
+UNCHANGEABLE_PHASES: frozenset[str] = ENDING_PHASES | {"capturing"}
 
 
 # ---------- capture ----------
@@ -330,6 +334,13 @@ class TidyRequest(BaseModel):
     identifiers: list[str]
 
 
+class RunEvent(BaseModel):
+    """A journal event a pure decision asks for (the workflow journals it)."""
+
+    event: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
 class CommandNote(BaseModel):
     reason: str = ""
     by: str = ""
@@ -411,11 +422,13 @@ class NotifyResult(BaseModel):
 
 
 class ScanRequest(BaseModel):
-    workspace: str
+    """The scoring-integrity scan of some transcripts (activities/scan.py runs it in a child)."""
+
     log_paths: list[str]
     results_dir: str
     scan_model: str | Literal[False] | None = None
     scanners: list[str] = Field(default_factory=list)
+    cwd: str | None = None  # where relative paths in the scan's options resolve (the workspace)
 
 
 class SignoffRequest(BaseModel):

@@ -38,9 +38,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .contracts import Capture, TaskSpec
+from .layout import archive_dir_of
 
 RowKind = Literal["add", "extend", "removed", "superseded", "restore", "unchanged"]
-ARCHIVE_DIR = "logs-archive/"
+ARCHIVE_DIR = archive_dir_of("logs") + "/"  # as the user sees it, beside the usual logs/
 _KIND_WIDTH = max(len(k) for k in ("add", "extend", "removed", "superseded", "restore"))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .contracts import RunState
+from .contracts import TERMINAL_PHASES, RunState
 
 
 def visible_state(state: RunState) -> str:
@@ -30,7 +30,7 @@ def unsupervised(state: RunState, tend_interval: float, now: datetime) -> str | 
     """Why the run is unsupervised (no tend for two intervals: the Steward worker is down),
     or None. Judged by the reader against its own clock: a stopped workflow cannot say so."""
     if (
-        state.phase in ("signed_off", "cancelled", "failed", "capturing", "queued")
+        state.phase in TERMINAL_PHASES | {"capturing", "queued"}
         or state.last_tend_at is None
         or not state.timer.armed  # disarmed: it tends only when asked
     ):

@@ -6,7 +6,15 @@ from pydantic import BaseModel, Field
 
 from . import capacity, cost, ramp
 from .capacity import Backend, BackendChoice, Footprint, SandboxSize
-from .contracts import Capture, Observation, RunPhase, RunSettings, RunState, TaskState
+from .contracts import (
+    ENDING_PHASES,
+    Capture,
+    Observation,
+    RunPhase,
+    RunSettings,
+    RunState,
+    TaskState,
+)
 
 
 class ObservationOutcome(BaseModel):
@@ -131,7 +139,7 @@ def plan_spawns(state: RunState, settings: RunSettings) -> list[list[TaskState]]
 def run_phase(state: RunState) -> RunPhase:
     """running while anything is open; finished when every task is complete or given up;
     else stalled (a task waits on a decision)."""
-    if state.phase in ("cancelling", "cancelled", "failed", "signed_off"):
+    if state.phase in ENDING_PHASES:
         return state.phase
     if open_tasks(state):
         return "running"
@@ -215,3 +223,23 @@ def held_memory_gi(state: RunState) -> float:
     wanted = cap.footprint.resources.get(key, 0.0)
     share = min(1.0, cap.held.get(key, 0.0) / wanted) if wanted else 0.0
     return cap.footprint.memory_gi * share
+
+
+def settled_logs(state: RunState) -> dict[str, str]:
+    """task identifier -> its final log, for tasks no process is writing to."""
+    return {
+        t.spec.identifier: t.log
+        for t in state.tasks
+        if t.log
+        and t.worker_id not in state.workers
+        and t.phase in ("complete", "stalled", "given_up")
+    }
+
+
+def unscanned_logs(state: RunState) -> list[str]:
+    """Complete tasks' logs the scoring-integrity scan has not read yet."""
+    return [
+        t.log
+        for t in state.tasks
+        if t.phase == "complete" and t.log and t.log not in state.scanned_logs
+    ]

@@ -1,0 +1,210 @@
+"""What every step of an EvalRun works with: one `RunContext` per workflow instance.
+
+The context carries the run's input and state, the patch flags read once at start, the
+commands that arrived (cancel, wake), and the calls a step makes to the world: activities on
+the workspace host's queue, the journal, the workspace write and the search attributes. Steps
+in the sibling `eval_run_*` modules take it explicitly, so a step reads as a function of the
+run and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from . import notices
+    from .contracts import (
+        CancelRequest,
+        JournalEvent,
+        NotifyRequest,
+        NotifyResult,
+        RunEvent,
+        RunInput,
+        RunSettings,
+        RunState,
+        RunStatus,
+        WorkspaceWrite,
+    )
+    from .eval_run_state import effective_interval, visible_state
+    from .names import Activity, SearchKey
+
+# Until it succeeds: the run waits for its host rather than failing.
+UNTIL_DONE = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
+)
+
+
+@dataclass(frozen=True)
+class Patches:
+    """Which features this run's history has. Runs recorded before a feature replay without it
+    (tests/histories keeps one of each). Read once, before any handler can look at them."""
+
+    decisions: bool  # decisions, notifications and signoff (older runs ended at "finished")
+    capacity: bool  # admission through the capacity ledger
+    delta: bool  # drift reports
+    timer: bool  # the tend interval follows _steward.yaml edits
+
+    @classmethod
+    def read(cls) -> Patches:
+        # The order is the order of the markers in recorded histories: keep it.
+        return cls(
+            decisions=workflow.patched("decisions-v1"),
+            capacity=workflow.patched("capacity-v1"),
+            delta=workflow.patched("delta-v1"),
+            timer=workflow.patched("timer-v1"),
+        )
+
+    @staticmethod
+    def ramp() -> bool:
+        """The ramp. Read at the first tend, where older histories recorded its marker (reading
+        it earlier would replay them without it); the SDK remembers the answer."""
+        return workflow.patched("ramp-v1")
+
+
+class RunContext:
+    def __init__(self, run_input: RunInput, patches: Patches) -> None:
+        self.input = run_input
+        self.state = run_input.state if run_input.state is not None else RunState()
+        self.patches = patches
+        self.lock = asyncio.Lock()  # one tend, amend or signoff at a time
+        self.cancel: CancelRequest | None = None
+        self.wake = False  # a command asks for a tend now
+        self.rearm = False  # the timer changed: wait again with the new one
+
+    @property
+    def settings(self) -> RunSettings:
+        return self.input.settings
+
+    @settings.setter
+    def settings(self, value: RunSettings) -> None:
+        # Live options (_steward.yaml edits) are carried in the input: continue-as-new keeps them.
+        self.input.settings = value
+
+    def interval(self) -> float:
+        """Seconds between scheduled tends, as the timer and the phase make it now."""
+        interval = self.state.timer.interval or self.settings.tend_interval
+        return effective_interval(self.state.phase, interval)
+
+    def next_tend_at(self) -> datetime | None:
+        if not self.state.timer.armed:
+            return None
+        return workflow.now() + timedelta(seconds=self.interval())
+
+    def journal_events(self, events: list[RunEvent]) -> None:
+        """Journal what a pure decision asked for, in its order."""
+        for event in events:
+            self.journal(event.event, **event.data)
+
+    @property
+    def workspace(self) -> str:
+        return self.input.workspace
+
+    @property
+    def run_id(self) -> str:
+        return workflow.info().workflow_id
+
+    async def activity(
+        self,
+        name: str,
+        arg: Any,
+        *,
+        result_type: Any = None,
+        timeout: timedelta | None = None,
+        heartbeat: timedelta | None = None,
+        attempts: int | None = None,
+    ) -> Any:
+        """Run an activity on the host queue. Without `attempts` it is retried until it
+        succeeds (the run waits for its host); with it, the caller handles the failure."""
+        retry = (
+            UNTIL_DONE
+            if attempts is None
+            else RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=attempts)
+        )
+        return await workflow.execute_activity(
+            name,
+            arg,
+            task_queue=self.input.host_queue,
+            result_type=result_type,
+            # Short: if the Steward worker dies mid-activity, the retry should come soon.
+            start_to_close_timeout=timeout or timedelta(seconds=60),
+            heartbeat_timeout=heartbeat,
+            retry_policy=retry,
+        )
+
+    def journal(self, event: str, **data: Any) -> None:
+        self.state.journal_seq += 1
+        self.state.pending_journal.append(
+            JournalEvent(seq=self.state.journal_seq, at=workflow.now(), event=event, data=data)
+        )
+
+    def status(self) -> RunStatus:
+        info = workflow.info()
+        return RunStatus(
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            workspace=self.workspace,
+            state=self.state.model_copy(update={"pending_journal": []}),
+            tend_interval=self.settings.tend_interval,
+            web_ui=self.input.web_ui,
+        )
+
+    async def write_workspace(self) -> None:
+        pending = list(self.state.pending_journal)
+        await self.activity(
+            Activity.WRITE_WORKSPACE,
+            WorkspaceWrite(workspace=self.workspace, status=self.status(), journal=pending),
+        )
+        # Only what was written leaves the queue; the activity skips seqs already on disk.
+        written = {e.seq for e in pending}
+        self.state.pending_journal = [e for e in self.state.pending_journal if e.seq not in written]
+
+    def upsert_visibility(self) -> None:
+        state = self.state
+        workflow.upsert_search_attributes(
+            [
+                SearchKey.STATE.value_set(visible_state(state)),
+                SearchKey.SAMPLES_DONE.value_set(state.samples_done),
+                SearchKey.SAMPLES_TOTAL.value_set(state.samples_total),
+            ]
+        )
+
+    async def publish(self) -> None:
+        """The workspace files and the search attributes show the state as it is now."""
+        await self.write_workspace()
+        self.upsert_visibility()
+
+    async def flush_outbox(self) -> None:
+        """Deliver everything due as one message; keep it for the next tend if that fails."""
+        state = self.state
+        if not state.outbox:
+            return
+        title, body = notices.message(self.workspace.rstrip("/").split("/")[-1], state.outbox)
+        result: NotifyResult = await self.activity(
+            Activity.NOTIFY,
+            NotifyRequest(workspace=self.workspace, title=title, body=body),
+            result_type=NotifyResult,
+            attempts=2,
+        )
+        if result.delivered:
+            self.journal("notified", kinds=sorted({n.kind for n in state.outbox}))
+        elif result.configured:
+            if result.problem != state.notify_problem:
+                self.journal(
+                    "notification not delivered", problem=result.problem, kept=len(state.outbox)
+                )
+            state.notify_problem = result.problem
+            return
+        state.outbox, state.notify_problem = [], None
+
+
+def cause_of(err: ActivityError) -> str:
+    """The one sentence an activity failed with."""
+    cause = err.cause
+    return str(cause.message if isinstance(cause, ApplicationError) else cause or err)

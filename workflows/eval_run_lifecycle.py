@@ -1,0 +1,179 @@
+"""The run's beginning and its two endings: capture (resolve the definition into tasks),
+signoff (curate the log dir and stop tending) and cancel (stop the workers, give capacity
+back, end as cancelled)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from . import decisions, policy
+    from .contracts import (
+        UNCHANGEABLE_PHASES,
+        Capture,
+        CaptureRequest,
+        CurateRequest,
+        CurateResult,
+        Notice,
+        Signoff,
+        SignoffRequest,
+    )
+    from .eval_run_capacity import release
+    from .eval_run_change import reuse_from_store
+    from .eval_run_context import RunContext, cause_of
+    from .eval_run_workers import stop_workers
+    from .names import Activity
+
+
+async def capture(ctx: RunContext) -> bool:
+    """Resolve the definition into tasks; False (and the run failed) if it does not resolve."""
+    state = ctx.state
+    try:
+        # `steward launch` resolved the definition already (to smoke it and match the log
+        # store); a run started without one resolves it here.
+        resolved: Capture = ctx.input.capture or await ctx.activity(
+            Activity.CAPTURE_DEFINITION,
+            CaptureRequest(workspace=ctx.workspace, definition=ctx.input.definition),
+            result_type=Capture,
+            timeout=timedelta(minutes=10),
+        )
+    except ActivityError as err:
+        message = cause_of(err)
+        state.phase, state.error, state.finished_at = "failed", message, workflow.now()
+        ctx.journal("failed", error=message)
+        await ctx.publish()
+        return False
+    state.tasks = policy.initial_tasks(resolved, ctx.settings)
+    state.sandbox_budget = policy.sandbox_budget_of(resolved)
+    state.max_tasks = resolved.max_tasks
+    state.log_dir = resolved.log_dir or ctx.input.log_dir
+    state.definition_hash = ctx.input.definition_hash
+    state.phase = "running"
+    ctx.journal(
+        "captured",
+        tasks=[t.name for t in resolved.tasks],
+        samples=sum(t.planned_samples for t in resolved.tasks),
+        log_dir=state.log_dir,
+        sandbox_budget=state.sandbox_budget,
+    )
+    if ctx.input.store_hits:
+        reused = await reuse_from_store(ctx, ctx.input.store_hits)
+        ctx.journal("reused from store", tasks=reused)
+    return True
+
+
+# ---------------------------------------------------------------- signoff
+def signoff_blockers(ctx: RunContext) -> list[str]:
+    state = ctx.state
+    if state.phase in UNCHANGEABLE_PHASES:
+        return [f"the run is {state.phase}"]
+    return decisions.signoff_blockers(
+        state.triage,
+        open_tasks=[t.spec.name for t in state.tasks if t.phase not in ("complete", "given_up")],
+        unscanned=bool(policy.unscanned_logs(state)),
+        scan_problem=state.scan_problem,
+        settled_logs=policy.settled_logs(state),
+    )
+
+
+def signoff_problem(ctx: RunContext, request: SignoffRequest) -> str | None:
+    """Why a signoff is refused before it starts, or None."""
+    if not ctx.patches.decisions:
+        return "This run predates signoff; it ends on its own when finished."
+    if not request.by.strip():
+        return "Signoff needs a name: pass --by NAME."
+    blockers = signoff_blockers(ctx)
+    return "Signoff refused: " + "; ".join(blockers) + "." if blockers else None
+
+
+async def signoff(ctx: RunContext, request: SignoffRequest) -> Signoff:
+    """Curate the log dir (keep each complete task's log), finalize journal and status."""
+    blockers = signoff_blockers(ctx)
+    if blockers:
+        # Checked again under the lock: a tend may have changed the run since the validator.
+        raise ApplicationError("Signoff refused: " + "; ".join(blockers) + ".", non_retryable=True)
+    state = ctx.state
+    keep = [t.log for t in state.tasks if t.log and t.phase == "complete"]
+    curated: CurateResult = await ctx.activity(
+        Activity.CURATE_LOGS,
+        CurateRequest(
+            workspace=ctx.workspace, log_dir=state.log_dir, keep=keep, publish=request.publish
+        ),
+        result_type=CurateResult,
+        timeout=timedelta(minutes=10),
+    )
+    state.signoff = Signoff(
+        by=request.by,
+        at=workflow.now(),
+        publish=request.publish,
+        published=curated.published,
+        archived=curated.archived,
+        logs=keep,
+    )
+    state.phase, state.next_tend_at = "signed_off", None
+    ctx.journal(
+        "signed off",
+        by=request.by,
+        logs=len(keep),
+        archived=curated.archived,
+        published=curated.published,
+        publish_problem=curated.problem,
+    )
+    state.outbox.append(
+        Notice(
+            kind="signed_off",
+            text=f"Signed off by {request.by}: {state.samples_done}/"
+            f"{state.samples_total} samples in {len(keep)} log(s)."
+            + (f" Published {len(curated.published)}." if curated.published else ""),
+        )
+    )
+    await ctx.flush_outbox()
+    await ctx.publish()
+    ctx.wake = True
+    return state.signoff
+
+
+# ---------------------------------------------------------------- cancel
+async def cancel(ctx: RunContext) -> None:
+    """Stop every worker, give capacity (and leftover sandboxes) back, end as cancelled."""
+    assert ctx.cancel is not None
+    state, request = ctx.state, ctx.cancel
+    state.phase, state.cancel_reason = "cancelling", request.reason
+    ctx.upsert_visibility()
+    result = await stop_workers(ctx, list(state.workers.values()))
+    state.workers.clear()
+    for task in state.tasks:
+        if task.phase in ("pending", "running"):
+            task.phase, task.worker_id = "pending", None
+    if ctx.patches.capacity and state.capacity.domain_id is not None:
+        # Recorded cancelled whether or not the workers stopped: capacity goes back, and
+        # sandbox containers the workers left behind go with it.
+        await release(ctx, None, "cancelled")
+        if state.capacity.backend == "docker":
+            reaped = await ctx.activity(
+                Activity.REAP_SANDBOXES, [ctx.workspace], result_type=list[str], attempts=3
+            )
+            if reaped:
+                ctx.journal("sandboxes reaped", containers=reaped)
+    state.phase, state.finished_at, state.next_tend_at = "cancelled", workflow.now(), None
+    ctx.journal(
+        "cancelled",
+        reason=request.reason,
+        by=request.by,
+        stopped=result.stopped_gracefully,
+        killed=result.killed,
+    )
+    if ctx.patches.decisions:
+        state.outbox.append(
+            Notice(
+                kind="cancelled",
+                text=f"Cancelled by {request.by or 'someone'}: "
+                f"{request.reason or 'no reason given'} "
+                f"({state.samples_done}/{state.samples_total} samples).",
+            )
+        )
+        await ctx.flush_outbox()
+    await ctx.publish()

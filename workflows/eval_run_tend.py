@@ -1,0 +1,185 @@
+"""One tend, step by step: observe the run (logs, workers, anomalies) → apply what was seen
+(completions, exits, stalls; policy.apply_observation decides) → ramp → triage and the cost
+cap → admission and spawns → the run's phase → journal, notices, workspace files.
+
+A tend that cannot see the run changes nothing and says so once per reason.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from . import notices, policy
+    from .contracts import (
+        ENDING_PHASES,
+        AnomalyRequest,
+        Notice,
+        Observation,
+        ObserveRequest,
+        TendSummary,
+        TidyRequest,
+    )
+    from .eval_run_capacity import account_capacity, admit, needs_admission, queued, release
+    from .eval_run_context import Patches, RunContext, cause_of
+    from .eval_run_ramp import ramp
+    from .eval_run_triage import check_cost_cap, triage
+    from .eval_run_workers import spawn
+    from .names import Activity
+
+
+def nothing_to_tend(ctx: RunContext) -> bool:
+    phase = ctx.state.phase
+    return phase in ENDING_PHASES or (phase == "finished" and not ctx.patches.decisions)
+
+
+async def tend(ctx: RunContext) -> TendSummary:
+    state = ctx.state
+    summary = TendSummary(
+        tend=state.tend_count + 1, at=workflow.now(), phase=state.phase, paused=state.paused
+    )
+    if nothing_to_tend(ctx):
+        return summary
+    try:
+        observation = await _observe(ctx)
+    except ActivityError as err:
+        summary.problem = f"observing the run failed: {cause_of(err)}"
+        ctx.journal("tend failed", problem=summary.problem)
+        notice = notices.tend_problem_notice(state, summary.problem)
+        if notice is not None:
+            state.outbox.append(notice)
+        await ctx.flush_outbox()
+        await ctx.write_workspace()
+        return summary
+    stalled = await _apply_observation(ctx, observation, summary)
+    if Patches.ramp():
+        await ramp(ctx, observation)
+    if ctx.patches.decisions:
+        await triage(ctx, observation, stalled, summary)
+        if ctx.patches.capacity:
+            check_cost_cap(ctx, summary)
+    await _start_work(ctx, summary)
+    await _settle_phase(ctx)
+    await _finish_tend(ctx, summary)
+    return summary
+
+
+async def _observe(ctx: RunContext) -> Observation:
+    state, decisions_on = ctx.state, ctx.patches.decisions
+    request = ObserveRequest(
+        log_dir=state.log_dir,
+        workers=list(state.workers.values()),
+        tasks=[t.spec for t in policy.open_tasks(state)],
+        anomalies=AnomalyRequest(
+            workspace=ctx.workspace,
+            log_dir=state.log_dir,
+            tasks=[t.spec for t in state.tasks],
+            workers=list(state.workers.values()),
+            stuck_after=ctx.settings.stuck_after,
+        )
+        if decisions_on
+        else None,
+    )
+    return await ctx.activity(
+        Activity.OBSERVE_RUN,
+        request,
+        result_type=Observation,
+        attempts=3 if decisions_on else None,
+    )
+
+
+async def _apply_observation(
+    ctx: RunContext, observation: Observation, summary: TendSummary
+) -> list[str]:
+    """Progress, completions, worker exits and stalls; completed tasks' logs tidied. Returns
+    the tasks that stalled in this tend."""
+    state = ctx.state
+    outcome = policy.apply_observation(state, observation, ctx.settings.stall_after)
+    account_capacity(ctx)
+    if ctx.patches.capacity:
+        priced = policy.llm_cost(state).dollars(ctx.settings.prices)
+        state.cost.usd, state.cost.unpriced = priced[0], priced[1]
+    for worker_id in outcome.exited_workers:
+        ctx.journal("worker exited", worker=worker_id)
+    for identifier in outcome.completed:
+        task = state.task(identifier)
+        summary.completed.append(task.spec.name)
+        ctx.journal("task complete", task=task.spec.name, log=task.log, samples=task.progress.done)
+    for identifier in outcome.stalled:
+        task = state.task(identifier)
+        summary.stalled.append(task.spec.name)
+        ctx.journal(
+            "task stalled",
+            task=task.spec.name,
+            attempts=task.attempts,
+            reason=f"{task.fruitless} worker deaths without a completed sample",
+        )
+    summary.restarted = [state.task(i).spec.name for i in outcome.restart]
+    if outcome.completed:
+        await ctx.activity(
+            Activity.TIDY_LOGS, TidyRequest(log_dir=state.log_dir, identifiers=outcome.completed)
+        )
+    return outcome.stalled
+
+
+async def _start_work(ctx: RunContext, summary: TendSummary) -> None:
+    """Ask for capacity if pending work holds none, then spawn what the plan allows."""
+    state = ctx.state
+    state.phase = policy.run_phase(state)
+    if ctx.patches.capacity and needs_admission(ctx):
+        await admit(ctx, "resume")
+    for group in policy.plan_spawns(state, ctx.settings):
+        summary.spawned.extend(await spawn(ctx, group))
+
+
+async def _settle_phase(ctx: RunContext) -> None:
+    """The run's phase after the spawns; a run with nothing open gives its capacity back."""
+    state = ctx.state
+    state.phase = policy.run_phase(state)
+    if ctx.patches.capacity:
+        if queued(ctx):
+            state.phase = "queued"
+        elif state.capacity.admitted and not policy.open_tasks(state):
+            await release(ctx, None, f"the run is {state.phase}")
+
+
+async def _finish_tend(ctx: RunContext, summary: TendSummary) -> None:
+    """Mark a finished run, count the tend, notify, and publish the state."""
+    state, decisions_on = ctx.state, ctx.patches.decisions
+    if state.phase == "finished" and state.finished_at is None:
+        state.finished_at = workflow.now()
+        ctx.journal("finished", samples=state.samples_done, tasks=len(state.tasks))
+        if decisions_on:
+            open_items = len(state.triage.open_decisions())
+            state.outbox.append(
+                Notice(
+                    kind="finished",
+                    text=f"Finished: {state.samples_done}/{state.samples_total} samples; "
+                    f"{open_items} decision(s) open. Sign off with `steward signoff --by NAME`.",
+                )
+            )
+    elif state.phase != "finished":
+        state.finished_at = None
+    state.tend_count = summary.tend  # counted when done, so status never shows a tend half-way
+    state.last_tend_at = workflow.now()
+    state.next_tend_at = (
+        None if state.phase == "finished" and not decisions_on else ctx.next_tend_at()
+    )
+    summary.phase, summary.paused = state.phase, state.paused
+    summary.samples_done, summary.samples_total = state.samples_done, state.samples_total
+    ctx.journal(
+        "tend",
+        tend=state.tend_count,
+        phase=state.phase,
+        samples_done=summary.samples_done,
+        samples_total=summary.samples_total,
+        spawned=summary.spawned,
+    )
+    if decisions_on:
+        state.outbox.extend(notices.decision_notices(state))
+        heartbeat = notices.heartbeat_notice(state, ctx.settings.heartbeat, workflow.now())
+        if heartbeat is not None:
+            state.outbox.append(heartbeat)
+        await ctx.flush_outbox()
+    await ctx.publish()

@@ -1,0 +1,230 @@
+"""Decisions: what went wrong is grouped into error classes (workflows/decisions.py decides),
+a ruling on a class is carried out on the logs, the scoring-integrity scan reads the settled
+transcripts, and crossing the cost cap pauses the run and asks the operator."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from . import cost, decisions, policy
+    from .contracts import (
+        ApplyRequest,
+        ApplyResult,
+        CancelRequest,
+        Observation,
+        ScanRequest,
+        TendSummary,
+    )
+    from .decisions import Anomaly, RuleRequest, RuleResult
+    from .eval_run_context import RunContext, cause_of
+    from .layout import scans_dir_of
+    from .names import Activity
+
+
+async def triage(
+    ctx: RunContext, observation: Observation, stalled: list[str], summary: TendSummary
+) -> None:
+    """Group what went wrong into classes, raise decisions, apply what was ruled, and scan
+    the transcripts once every task is settled."""
+    state, tend = ctx.state, ctx.state.tend_count + 1
+    anomalies = [
+        Anomaly(
+            kind="stalled_task",
+            task=identifier,
+            task_name=state.task(identifier).spec.name,
+            uuid=f"attempt-{state.task(identifier).attempts}",
+            detail=f"{state.task(identifier).fruitless} worker deaths without progress",
+        )
+        for identifier in stalled
+    ]
+    anomalies += observation.anomalies or []
+    if observation.anomaly_problem:
+        summary.problem = f"finding anomalies failed: {observation.anomaly_problem}"
+        ctx.journal("tend failed", problem=summary.problem)
+    absorb(ctx, anomalies, summary)
+    for decision_id in decisions.route_unattended(state.triage, tend):
+        ctx.journal("routed to operator", decision=decision_id, reason="no agent collected")
+    await apply_rulings(ctx, summary)
+    if not policy.open_tasks(state) and policy.unscanned_logs(state):
+        await scan(ctx, summary)
+
+
+def absorb(ctx: RunContext, anomalies: list[Anomaly], summary: TendSummary) -> None:
+    """File anomalies into classes; journal new classes, standing rulings, raised decisions."""
+    state = ctx.state
+    outcome = decisions.absorb(
+        state.triage, anomalies, ctx.settings.rules, now=workflow.now(), tend=state.tend_count + 1
+    )
+    for class_id in outcome.new_classes:
+        cls = state.triage.find_class(class_id)
+        assert cls is not None
+        ctx.journal("error class", error_class=cls.id, kind=cls.kind, title=cls.title)
+    for class_id, count in outcome.new_instances.items():
+        ctx.journal("anomalies", error_class=class_id, new=count)
+    for class_id in outcome.standing:
+        cls = state.triage.find_class(class_id)
+        assert cls is not None and cls.ruling is not None
+        ctx.journal("ruled by standing rule", error_class=class_id, verdict=cls.ruling.verdict)
+    for decision_id in outcome.raised:
+        decision = state.triage.find_decision(decision_id)
+        assert decision is not None
+        summary.raised.append(decision_id)
+        ctx.journal(
+            "decision raised",
+            decision=decision_id,
+            owner=decision.owner,
+            question=decision.question,
+            verdicts=decision.verdicts,
+        )
+
+
+def rule(ctx: RunContext, request: RuleRequest) -> RuleResult:
+    """Answer a decision: an agent's verdict on an error class is a proposal (the operator
+    rules on it); the operator's rules. Effects are carried out by the next tend (now)."""
+    state = ctx.state
+    result = decisions.apply_rule(
+        state.triage, request, ctx.settings.rules, now=workflow.now(), tend=state.tend_count
+    )
+    ctx.journal(
+        "proposed" if result.effect == "proposed" else "ruled",
+        decision=result.decision_id,
+        error_class=result.class_id,
+        verdict=request.verdict,
+        by=request.by,
+        role=request.role,
+        reason=request.reason,
+        raised=result.raised,
+    )
+    cls = state.triage.find_class(result.class_id)
+    if cls is not None and cls.kind == "cost_cap" and result.effect == "ruled":
+        _rule_cost_cap(ctx, request)
+    if cls is not None and cls.kind == "stalled_task" and result.effect == "ruled":
+        task = state.task(cls.instances[-1].anomaly.task)
+        if request.verdict == "retry":
+            task.phase, task.fruitless = "pending", 0
+        else:
+            task.phase = "given_up"
+    ctx.wake = True
+    return result
+
+
+async def apply_rulings(ctx: RunContext, summary: TendSummary) -> None:
+    """Carry out what was ruled on settled logs (rerun, exclude, zero...)."""
+    state = ctx.state
+    actions = decisions.pending_actions(state.triage, policy.settled_logs(state))
+    if not actions:
+        return
+    result: ApplyResult = await ctx.activity(
+        Activity.APPLY_ACTIONS,
+        ApplyRequest(
+            workspace=ctx.workspace, actions=actions, workers=list(state.workers.values())
+        ),
+        result_type=ApplyResult,
+        timeout=timedelta(minutes=5),
+    )
+    decisions.mark_applied(state.triage, result.done)
+    summary.applied += len(result.done)
+    applied: dict[tuple[str, str], int] = {}
+    for action in result.done:
+        key = (action.class_id, action.verdict)
+        applied[key] = applied.get(key, 0) + 1
+    for (class_id, verdict), count in applied.items():
+        ctx.journal("ruling applied", error_class=class_id, verdict=verdict, instances=count)
+    for identifier in result.rerun_tasks:
+        task = state.task(identifier)
+        task.phase, task.log_status, task.fruitless = "pending", None, 0
+        ctx.journal("rerun queued", task=task.spec.name, log=task.log)
+    if result.problems:
+        ctx.journal("ruling not applied", problems=result.problems)
+
+
+async def scan(ctx: RunContext, summary: TendSummary) -> None:
+    """The scoring-integrity scan of the settled transcripts; findings become classes."""
+    state = ctx.state
+    logs = policy.unscanned_logs(state)
+    request = ScanRequest(
+        log_paths=logs,
+        results_dir=scans_dir_of(ctx.workspace),
+        scan_model=ctx.settings.scan_model,
+        scanners=ctx.settings.scanners,
+        cwd=ctx.workspace,
+    )
+    try:
+        findings: list[dict[str, Any]] = await ctx.activity(
+            Activity.SCAN_TRANSCRIPTS,
+            request,
+            result_type=list[dict[str, Any]],
+            timeout=timedelta(minutes=30),
+            attempts=2,
+        )
+    except ActivityError as err:
+        problem = cause_of(err)
+        if problem != state.scan_problem:
+            ctx.journal("scan failed", problem=problem)
+        state.scan_problem = problem
+        return
+    state.scan_problem = None
+    state.scanned_logs.extend(logs)
+    by_name = {t.spec.name: t.spec for t in state.tasks}
+    by_log = {t.log: t.spec for t in state.tasks if t.log}
+    anomalies = []
+    for finding in findings:
+        spec = by_log.get(finding.get("log")) or by_name.get(str(finding.get("task")))
+        if spec is None:
+            continue
+        anomalies.append(
+            Anomaly(
+                kind="scan_finding",
+                task=spec.identifier,
+                task_name=spec.name,
+                sample_id=str(finding.get("sample_id")),
+                epoch=finding.get("epoch"),
+                uuid=f"{finding.get('scanner')}:{finding.get('log')}",
+                log=finding.get("log"),
+                scanner=str(finding.get("scanner")),
+                detail=str(finding.get("explanation") or "")[:500],
+            )
+        )
+    ctx.journal("scanned", logs=len(logs), findings=len(anomalies))
+    absorb(ctx, anomalies, summary)
+
+
+# ---------------------------------------------------------------- cost cap
+def check_cost_cap(ctx: RunContext, summary: TendSummary) -> None:
+    """Crossing the cap pauses the run and asks the operator: continue or cancel."""
+    state, cap = ctx.state, ctx.settings.cost_cap
+    if cap is None or state.cost.cap_paused or state.cost.cap_waived == cap.model_dump_json():
+        return
+    crossed = cost.cap_crossed(policy.llm_cost(state), ctx.settings.prices, cap)
+    if crossed is None:
+        return
+    state.cost.cap_paused = True
+    if not state.paused:
+        state.paused, state.pause_reason = True, crossed
+    ctx.journal("cost cap crossed", problem=crossed, cap=cap.model_dump())
+    cap_anomaly = Anomaly(
+        kind="cost_cap",
+        task="",
+        task_name="the run",
+        uuid=f"cap-{state.journal_seq}",
+        detail=crossed,
+    )
+    absorb(ctx, [cap_anomaly], summary)
+
+
+def _rule_cost_cap(ctx: RunContext, request: RuleRequest) -> None:
+    state, cap = ctx.state, ctx.settings.cost_cap
+    state.cost.cap_paused = False
+    if request.verdict == "continue":
+        state.cost.cap_waived = cap.model_dump_json() if cap else None
+        state.paused, state.pause_reason = False, None
+        ctx.journal("resumed", by=request.by, reason="continue past the cost cap")
+    elif ctx.cancel is None:
+        ctx.cancel = CancelRequest(
+            reason=f"cost cap: {request.reason or 'cancelled by the operator'}", by=request.by
+        )
