@@ -73,11 +73,6 @@ def footprint(setpoints: list[tuple[int, SandboxSize]], backend: Backend) -> Foo
     )
 
 
-def setpoint_share(granted: float, per_sample: int, wanted: int) -> int:
-    """The setpoint a grant of `granted` sandboxes allows a task (at least 1)."""
-    return max(1, min(wanted, int(granted // max(1, per_sample))))
-
-
 # ---------------------------------------------------------------- the bound
 def resolve_docker_bound(setting: int | None, environment: str | None) -> tuple[int | None, str]:
     """max_concurrent_sandboxes: the settings' value, else SANDBOX_MAX_CONCURRENT, else 2.

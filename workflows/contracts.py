@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from .capacity import BackendChoice, CapacityState, SandboxSize
 from .cost import CostCap, ModelTokens, Price
-from .decisions import Action, Anomaly, StandingRules, Triage
+from .decisions import Anomaly, StandingRules, Triage
 from .ramp import RampReading
 
 WORKFLOW_TASK_QUEUE = "steward"
@@ -65,27 +65,7 @@ class Capture(BaseModel):
     cpus: int = 1  # of the host that will run the workers (Docker's budget is 2 x CPUs)
 
 
-class CaptureRequest(BaseModel):
-    workspace: str
-    definition: str
-
-
 # ---------- workers ----------
-class SelectedTask(BaseModel):
-    identifier: str
-    registry_name: str | None = None
-    args_hash: str | None = None
-    resume: str | None = None  # prior log whose completed samples are reused
-
-
-class SpawnRequest(BaseModel):
-    workspace: str
-    definition: str
-    worker_id: str
-    eval_set_id: str
-    log_dir: str
-    max_samples: int
-    tasks: list[SelectedTask]
 
 
 class WorkerProcess(BaseModel):
@@ -123,28 +103,11 @@ class TaskObservation(BaseModel):
     usage: dict[str, ModelTokens] | None = None  # the newest log's tokens per model
 
 
-class ObserveRequest(BaseModel):
-    log_dir: str
-    workers: list[WorkerProcess]
-    tasks: list[TaskSpec]  # the tasks not yet complete
-    anomalies: AnomalyRequest | None = None  # also look for anomalies (one activity, not two)
-
-
 class Observation(BaseModel):
     alive: dict[str, bool] = Field(default_factory=dict)  # worker_id -> alive
     tasks: dict[str, TaskObservation] = Field(default_factory=dict)
     anomalies: list[Anomaly] | None = None  # when asked; None: not looked for
     anomaly_problem: str | None = None  # looking failed (the rest of the observation stands)
-
-
-class StopRequest(BaseModel):
-    workers: list[WorkerProcess]
-    grace_seconds: float = 30.0
-
-
-class StopResult(BaseModel):
-    stopped_gracefully: list[str] = Field(default_factory=list)
-    killed: list[str] = Field(default_factory=list)
 
 
 # ---------- run state ----------
@@ -323,17 +286,6 @@ class RunStatus(BaseModel):
     web_ui: str | None = None
 
 
-class WorkspaceWrite(BaseModel):
-    workspace: str
-    status: RunStatus
-    journal: list[JournalEvent]
-
-
-class TidyRequest(BaseModel):
-    log_dir: str
-    identifiers: list[str]
-
-
 class RunEvent(BaseModel):
     """A journal event a pure decision asks for (the workflow journals it)."""
 
@@ -354,99 +306,12 @@ class CancelRequest(BaseModel):
 RunInput.model_rebuild()
 
 
-class SetpointChange(BaseModel):
-    """A live retune of one task in one worker, through its control socket."""
-
-    socket: str
-    task_id: str
-    max_samples: int | None = None
-    max_connections: int | None = None
-    reason: str = ""
-
-
-class SetpointRequest(BaseModel):
-    changes: list[SetpointChange]
-
-
-class LiveOptionsRequest(BaseModel):
-    workspace: str
-    definition: str | None = None  # also hash the definition file (drift)
-
-
-class LiveOptions(BaseModel):
-    """The options re-read each tend (the agent writes standing rules during a run)."""
-
-    samples_ramp: tuple[int, int] | Literal[False] | None = None  # None: options unreadable now
-    problem: str | None = None
-    rules: StandingRules | None = None
-    heartbeat: float | Literal[False] | None = None
-    stuck_after: float | None = None
-    prices: dict[str, Price] | None = None
-    cost_cap: CostCap | None = None
-    definition_hash: str | None = None  # of the definition file as it is now
-    tend_interval: float | None = None  # as _steward.yaml says now
-
-
 # ---------- decisions ----------
-class AnomalyRequest(BaseModel):
-    workspace: str
-    log_dir: str
-    tasks: list[TaskSpec]  # every task of the run
-    workers: list[WorkerProcess]
-    stuck_after: float
-    known_errors: list[str] = Field(default_factory=list)  # sample uuids already triaged
-
-
-class ApplyRequest(BaseModel):
-    workspace: str
-    actions: list[Action]
-    workers: list[WorkerProcess] = Field(default_factory=list)
-
-
-class ApplyResult(BaseModel):
-    done: list[Action] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list)
-    rerun_tasks: list[str] = Field(default_factory=list)  # task identifiers to re-spawn
-
-
-class NotifyRequest(BaseModel):
-    workspace: str
-    title: str
-    body: str
-
-
-class NotifyResult(BaseModel):
-    configured: bool
-    delivered: bool
-    problem: str | None = None
-
-
-class ScanRequest(BaseModel):
-    """The scoring-integrity scan of some transcripts (activities/scan.py runs it in a child)."""
-
-    log_paths: list[str]
-    results_dir: str
-    scan_model: str | Literal[False] | None = None
-    scanners: list[str] = Field(default_factory=list)
-    cwd: str | None = None  # where relative paths in the scan's options resolve (the workspace)
 
 
 class SignoffRequest(BaseModel):
     by: str
     publish: bool = False
-
-
-class CurateRequest(BaseModel):
-    workspace: str
-    log_dir: str
-    keep: list[str]  # the final logs
-    publish: bool = False
-
-
-class CurateResult(BaseModel):
-    archived: list[str] = Field(default_factory=list)
-    published: list[str] = Field(default_factory=list)
-    problem: str | None = None
 
 
 class CollectView(BaseModel):
@@ -464,14 +329,3 @@ class CollectView(BaseModel):
 
 RunState.model_rebuild()
 RunInput.model_rebuild()
-ObserveRequest.model_rebuild()
-
-
-# ---------- logs and change ----------
-class FetchRequest(BaseModel):
-    hits: dict[str, str]  # task identifier -> log store path
-    log_dir: str
-
-
-class MoveRequest(BaseModel):
-    moves: list[tuple[str, str]]  # (log path, destination directory)

@@ -36,13 +36,13 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import decisions
     from . import eval_run_capacity as run_capacity
     from . import eval_run_change as change
     from . import eval_run_lifecycle as lifecycle
     from . import eval_run_tend as tending
     from . import eval_run_triage as triage
     from . import eval_run_views as views
+    from . import rulings
     from .capacity import Admission
     from .contracts import (
         ENDING_PHASES,
@@ -59,10 +59,10 @@ with workflow.unsafe.imports_passed_through():
         TendSummary,
         TimerRequest,
     )
-    from .decisions import RuleRequest, RuleResult
     from .delta import AmendRequest, AmendResult
     from .eval_run_context import Patches, RunContext
     from .names import Signal, WorkflowType
+    from .rulings import RuleRequest, RuleResult
 
 
 @workflow.defn(name=WorkflowType.EVAL_RUN)
@@ -261,7 +261,7 @@ class EvalRun:
         state = self._ctx.state
         if state.phase in TERMINAL_PHASES:
             raise ApplicationError(f"The run is {state.phase}; there is nothing to rule on.")
-        problem = decisions.rule_problem(state.triage, request, self._ctx.settings.rules)
+        problem = rulings.rule_problem(state.triage, request, self._ctx.settings.rules)
         if problem:
             raise ApplicationError(problem)
 

@@ -11,14 +11,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from . import policy
-    from .contracts import (
-        Capture,
-        CaptureRequest,
-        FetchRequest,
-        MoveRequest,
-        Progress,
-        TaskState,
-    )
+    from .activity_io import CaptureRequest, FetchRequest, MoveRequest
+    from .contracts import Capture, Progress, TaskState
     from .delta import AmendRequest, AmendResult, compute_delta, delta_lines
     from .eval_run_context import RunContext, cause_of
     from .eval_run_workers import stop_workers_of

@@ -20,17 +20,15 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from . import notices
+    from .activity_io import NotifyRequest, NotifyResult, WorkspaceWrite
     from .contracts import (
         CancelRequest,
         JournalEvent,
-        NotifyRequest,
-        NotifyResult,
         RunEvent,
         RunInput,
         RunSettings,
         RunState,
         RunStatus,
-        WorkspaceWrite,
     )
     from .eval_run_state import effective_interval, visible_state
     from .names import Activity, SearchKey

@@ -10,17 +10,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import decisions, policy
-    from .contracts import (
-        UNCHANGEABLE_PHASES,
-        Capture,
-        CaptureRequest,
-        CurateRequest,
-        CurateResult,
-        Notice,
-        Signoff,
-        SignoffRequest,
-    )
+    from . import policy, rulings
+    from .activity_io import CaptureRequest, CurateRequest, CurateResult
+    from .contracts import UNCHANGEABLE_PHASES, Capture, Notice, Signoff, SignoffRequest
     from .eval_run_capacity import release
     from .eval_run_change import reuse_from_store
     from .eval_run_context import RunContext, cause_of
@@ -70,7 +62,7 @@ def signoff_blockers(ctx: RunContext) -> list[str]:
     state = ctx.state
     if state.phase in UNCHANGEABLE_PHASES:
         return [f"the run is {state.phase}"]
-    return decisions.signoff_blockers(
+    return rulings.signoff_blockers(
         state.triage,
         open_tasks=[t.spec.name for t in state.tasks if t.phase not in ("complete", "given_up")],
         unscanned=bool(policy.unscanned_logs(state)),

@@ -9,7 +9,8 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from . import notices
-    from .contracts import LiveOptions, LiveOptionsRequest, Observation, SetpointRequest
+    from .activity_io import LiveOptions, LiveOptionsRequest, SetpointRequest
+    from .contracts import Observation
     from .eval_run_capacity import resize_reservation
     from .eval_run_change import follow_drift
     from .eval_run_context import RunContext

@@ -12,15 +12,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from . import notices, policy
-    from .contracts import (
-        ENDING_PHASES,
-        AnomalyRequest,
-        Notice,
-        Observation,
-        ObserveRequest,
-        TendSummary,
-        TidyRequest,
-    )
+    from .activity_io import AnomalyRequest, ObserveRequest, TidyRequest
+    from .contracts import ENDING_PHASES, Notice, Observation, TendSummary
     from .eval_run_capacity import account_capacity, admit, needs_admission, queued, release
     from .eval_run_context import Patches, RunContext, cause_of
     from .eval_run_ramp import ramp

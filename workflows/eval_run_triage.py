@@ -11,19 +11,14 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import cost, decisions, policy
-    from .contracts import (
-        ApplyRequest,
-        ApplyResult,
-        CancelRequest,
-        Observation,
-        ScanRequest,
-        TendSummary,
-    )
-    from .decisions import Anomaly, RuleRequest, RuleResult
+    from . import cost, decisions, policy, rulings
+    from .activity_io import ApplyRequest, ApplyResult, ScanRequest
+    from .contracts import CancelRequest, Observation, TendSummary
+    from .decisions import Anomaly
     from .eval_run_context import RunContext, cause_of
     from .layout import scans_dir_of
     from .names import Activity
+    from .rulings import RuleRequest, RuleResult
 
 
 async def triage(
@@ -47,7 +42,7 @@ async def triage(
         summary.problem = f"finding anomalies failed: {observation.anomaly_problem}"
         ctx.journal("tend failed", problem=summary.problem)
     absorb(ctx, anomalies, summary)
-    for decision_id in decisions.route_unattended(state.triage, tend):
+    for decision_id in rulings.route_unattended(state.triage, tend):
         ctx.journal("routed to operator", decision=decision_id, reason="no agent collected")
     await apply_rulings(ctx, summary)
     if not policy.open_tasks(state) and policy.unscanned_logs(state):
@@ -87,7 +82,7 @@ def rule(ctx: RunContext, request: RuleRequest) -> RuleResult:
     """Answer a decision: an agent's verdict on an error class is a proposal (the operator
     rules on it); the operator's rules. Effects are carried out by the next tend (now)."""
     state = ctx.state
-    result = decisions.apply_rule(
+    result = rulings.apply_rule(
         state.triage, request, ctx.settings.rules, now=workflow.now(), tend=state.tend_count
     )
     ctx.journal(
@@ -116,7 +111,7 @@ def rule(ctx: RunContext, request: RuleRequest) -> RuleResult:
 async def apply_rulings(ctx: RunContext, summary: TendSummary) -> None:
     """Carry out what was ruled on settled logs (rerun, exclude, zero...)."""
     state = ctx.state
-    actions = decisions.pending_actions(state.triage, policy.settled_logs(state))
+    actions = rulings.pending_actions(state.triage, policy.settled_logs(state))
     if not actions:
         return
     result: ApplyResult = await ctx.activity(
@@ -127,7 +122,7 @@ async def apply_rulings(ctx: RunContext, summary: TendSummary) -> None:
         result_type=ApplyResult,
         timeout=timedelta(minutes=5),
     )
-    decisions.mark_applied(state.triage, result.done)
+    rulings.mark_applied(state.triage, result.done)
     summary.applied += len(result.done)
     applied: dict[tuple[str, str], int] = {}
     for action in result.done:

@@ -8,14 +8,8 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from .contracts import (
-        SelectedTask,
-        SpawnRequest,
-        StopRequest,
-        StopResult,
-        TaskState,
-        WorkerProcess,
-    )
+    from .activity_io import SelectedTask, SpawnRequest, StopRequest, StopResult
+    from .contracts import TaskState, WorkerProcess
     from .eval_run_context import RunContext
     from .names import Activity
 

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from .contracts import LiveOptions, RunSettings
+from .activity_io import LiveOptions
+from .contracts import RunSettings
 from .cost import CostCap, Price
 from .decisions import StandingRules
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from . import policy, ramp
-from .contracts import Observation, RunEvent, RunSettings, RunState, SetpointChange
+from .activity_io import SetpointChange
+from .contracts import Observation, RunEvent, RunSettings, RunState
 
 
 class SetpointPlan(BaseModel):

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from workflows import decisions
-from workflows.decisions import Anomaly, RuleRequest, StandingRules, Triage
+from workflows import decisions, rulings
+from workflows.decisions import Anomaly, StandingRules, Triage
+from workflows.rulings import RuleRequest
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
@@ -47,10 +48,10 @@ def absorb(triage: Triage, anomalies: list[Anomaly], rules: StandingRules | None
 
 def rule(triage, decision_id, verdict, role="operator", rules=None, by="norah"):
     request = RuleRequest(decision_id=decision_id, verdict=verdict, role=role, by=by)
-    problem = decisions.rule_problem(triage, request, rules or StandingRules())
+    problem = rulings.rule_problem(triage, request, rules or StandingRules())
     if problem:
         return problem
-    return decisions.apply_rule(triage, request, rules or StandingRules(), now=NOW, tend=1)
+    return rulings.apply_rule(triage, request, rules or StandingRules(), now=NOW, tend=1)
 
 
 def test_signature_is_type_and_deepest_meaningful_frame_not_lines_or_text():
@@ -93,13 +94,13 @@ def test_agent_proposes_operator_rules_lifecycle():
     assert "operator's to rule" in rule(triage, second.id, "exclude", role="agent")
     ruled = rule(triage, second.id, "rerun")
     assert ruled.effect == "ruled" and cls.state == "ruled" and cls.ruling.by == "norah"
-    actions = decisions.pending_actions(triage, {first.class_id: "x"} | {error(1).task: "/l.eval"})
+    actions = rulings.pending_actions(triage, {first.class_id: "x"} | {error(1).task: "/l.eval"})
     assert [(a.verdict, a.anomaly.sample_id, a.anomaly.log) for a in actions] == [
         ("rerun", "1", "/l.eval")
     ]
-    decisions.mark_applied(triage, actions)
+    rulings.mark_applied(triage, actions)
     assert cls.state == "resolved" and triage.reruns == {error(1).sample_ref: cls.id}
-    assert decisions.pending_actions(triage, {error(1).task: "/l.eval"}) == []
+    assert rulings.pending_actions(triage, {error(1).task: "/l.eval"}) == []
 
 
 def test_invalid_rulings_are_refused_and_change_nothing():
@@ -144,7 +145,7 @@ def test_operator_kinds_refuse_agents_and_stuck_cancel_lets_agent_cancel_tool():
     assert "only cancel_tool" in rule(triage, by_kind["stuck_sample"].id, "cancel", "agent", rules)
     result = rule(triage, by_kind["stuck_sample"].id, "cancel_tool", "agent", rules)
     assert result.effect == "ruled"  # permitted by the standing rule: applied, not proposed
-    assert [a.verdict for a in decisions.pending_actions(triage, {})] == ["cancel_tool"]
+    assert [a.verdict for a in rulings.pending_actions(triage, {})] == ["cancel_tool"]
 
 
 def test_preauthorized_pattern_rules_without_asking_and_later_instances_follow():
@@ -154,18 +155,18 @@ def test_preauthorized_pattern_rules_without_asking_and_later_instances_follow()
     cls = triage.classes[0]
     assert outcome.standing == [cls.id] and outcome.raised == [] and cls.state == "ruled"
     assert cls.ruling.standing == "preauthorized"
-    decisions.mark_applied(triage, decisions.pending_actions(triage, {error(1).task: "/l"}))
+    rulings.mark_applied(triage, rulings.pending_actions(triage, {error(1).task: "/l"}))
     assert cls.state == "resolved"
     absorb(triage, [error(2)], rules, tend=2)  # a later instance is ruled by the class
     assert cls.state == "ruled" and triage.decisions == []
-    assert [a.anomaly.sample_id for a in decisions.pending_actions(triage, {error(1).task: "/l"})] == ["2"]  # fmt: skip
+    assert [a.anomaly.sample_id for a in rulings.pending_actions(triage, {error(1).task: "/l"})] == ["2"]  # fmt: skip
 
 
 def test_rerun_that_fails_again_raises_an_operator_decision():
     triage = Triage()
     absorb(triage, [error(1)])
     rule(triage, "d-1", "rerun")
-    decisions.mark_applied(triage, decisions.pending_actions(triage, {error(1).task: "/l"}))
+    rulings.mark_applied(triage, rulings.pending_actions(triage, {error(1).task: "/l"}))
     assert absorb(triage, [error(1)], tend=2).raised == []  # the superseded log, read again
     outcome = absorb(triage, [error(1, uuid="u1-second")], tend=3)
     failed = triage.find_decision(outcome.raised[0])
@@ -176,36 +177,34 @@ def test_exclusion_waits_for_final_log_and_reapplies_to_a_newer_one():
     triage = Triage()
     absorb(triage, [error(1)])
     rule(triage, "d-1", "exclude")
-    assert decisions.pending_actions(triage, {}) == []  # task still running: nothing yet
-    done = decisions.pending_actions(triage, {error(1).task: "/a.eval"})
-    decisions.mark_applied(triage, done)
-    assert decisions.pending_actions(triage, {error(1).task: "/a.eval"}) == []
-    again = decisions.pending_actions(triage, {error(1).task: "/b.eval"})
+    assert rulings.pending_actions(triage, {}) == []  # task still running: nothing yet
+    done = rulings.pending_actions(triage, {error(1).task: "/a.eval"})
+    rulings.mark_applied(triage, done)
+    assert rulings.pending_actions(triage, {error(1).task: "/a.eval"}) == []
+    again = rulings.pending_actions(triage, {error(1).task: "/b.eval"})
     assert [a.anomaly.log for a in again] == ["/b.eval"]
 
 
 def test_agent_items_routed_to_operator_after_two_tends_without_collect():
     triage = Triage()
     absorb(triage, [error(1)], tend=1)
-    assert decisions.route_unattended(triage, 2) == []
+    assert rulings.route_unattended(triage, 2) == []
     triage.last_collect_tend = 2  # an agent looked
-    assert decisions.route_unattended(triage, 3) == []
-    assert decisions.route_unattended(triage, 4) == ["d-1"]
-    assert triage.decisions[0].for_operator and decisions.route_unattended(triage, 9) == []
+    assert rulings.route_unattended(triage, 3) == []
+    assert rulings.route_unattended(triage, 4) == ["d-1"]
+    assert triage.decisions[0].for_operator and rulings.route_unattended(triage, 9) == []
 
 
 def test_signoff_blockers_listed_all_at_once():
     triage = Triage()
     absorb(triage, [error(1)])
-    blockers = decisions.signoff_blockers(
+    blockers = rulings.signoff_blockers(
         triage, open_tasks=["flaky"], unscanned=True, scan_problem="model down"
     )
     assert len(blockers) == 4
     assert any("flaky" in b for b in blockers) and any("model down" in b for b in blockers)
     rule(triage, "d-1", "dismiss")
-    assert (
-        decisions.signoff_blockers(triage, open_tasks=[], unscanned=False, scan_problem=None) == []
-    )
+    assert rulings.signoff_blockers(triage, open_tasks=[], unscanned=False, scan_problem=None) == []
 
 
 def test_unsupervised_after_two_intervals_without_a_tend():
@@ -232,7 +231,7 @@ def test_notices_one_per_decision_heartbeat_due_and_problem_once():
     state = RunState(phase="running", started_at=NOW)
     absorb(state.triage, [error(1)])
     assert notices.decision_notices(state) == []  # the agent's item: not the operator's yet
-    decisions.route_unattended(state.triage, 5)
+    rulings.route_unattended(state.triage, 5)
     [notice] = notices.decision_notices(state)
     assert "routed to you" in notice.text and "steward rule d-1" in notice.text
     assert notices.decision_notices(state) == []  # told once

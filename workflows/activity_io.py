@@ -1,0 +1,165 @@
+"""What crosses the activity boundary: each activity's request and result. The run's own
+state and what the CLI shows are contracts.py's; these are the messages to and from the world.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .contracts import JournalEvent, RunStatus, TaskSpec, WorkerProcess
+from .cost import CostCap, Price
+from .decisions import StandingRules
+from .rulings import Action
+
+
+class CaptureRequest(BaseModel):
+    workspace: str
+    definition: str
+
+
+class SelectedTask(BaseModel):
+    identifier: str
+    registry_name: str | None = None
+    args_hash: str | None = None
+    resume: str | None = None  # prior log whose completed samples are reused
+
+
+class SpawnRequest(BaseModel):
+    workspace: str
+    definition: str
+    worker_id: str
+    eval_set_id: str
+    log_dir: str
+    max_samples: int
+    tasks: list[SelectedTask]
+
+
+class ObserveRequest(BaseModel):
+    log_dir: str
+    workers: list[WorkerProcess]
+    tasks: list[TaskSpec]  # the tasks not yet complete
+    anomalies: AnomalyRequest | None = None  # also look for anomalies (one activity, not two)
+
+
+class StopRequest(BaseModel):
+    workers: list[WorkerProcess]
+    grace_seconds: float = 30.0
+
+
+class StopResult(BaseModel):
+    stopped_gracefully: list[str] = Field(default_factory=list)
+    killed: list[str] = Field(default_factory=list)
+
+
+class WorkspaceWrite(BaseModel):
+    workspace: str
+    status: RunStatus
+    journal: list[JournalEvent]
+
+
+class TidyRequest(BaseModel):
+    log_dir: str
+    identifiers: list[str]
+
+
+class SetpointChange(BaseModel):
+    """A live retune of one task in one worker, through its control socket."""
+
+    socket: str
+    task_id: str
+    max_samples: int | None = None
+    max_connections: int | None = None
+    reason: str = ""
+
+
+class SetpointRequest(BaseModel):
+    changes: list[SetpointChange]
+
+
+class LiveOptionsRequest(BaseModel):
+    workspace: str
+    definition: str | None = None  # also hash the definition file (drift)
+
+
+class LiveOptions(BaseModel):
+    """The options re-read each tend (the agent writes standing rules during a run)."""
+
+    samples_ramp: tuple[int, int] | Literal[False] | None = None  # None: options unreadable now
+    problem: str | None = None
+    rules: StandingRules | None = None
+    heartbeat: float | Literal[False] | None = None
+    stuck_after: float | None = None
+    prices: dict[str, Price] | None = None
+    cost_cap: CostCap | None = None
+    definition_hash: str | None = None  # of the definition file as it is now
+    tend_interval: float | None = None  # as _steward.yaml says now
+
+
+class AnomalyRequest(BaseModel):
+    workspace: str
+    log_dir: str
+    tasks: list[TaskSpec]  # every task of the run
+    workers: list[WorkerProcess]
+    stuck_after: float
+    known_errors: list[str] = Field(default_factory=list)  # sample uuids already triaged
+
+
+class ApplyRequest(BaseModel):
+    workspace: str
+    actions: list[Action]
+    workers: list[WorkerProcess] = Field(default_factory=list)
+
+
+class ApplyResult(BaseModel):
+    done: list[Action] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+    rerun_tasks: list[str] = Field(default_factory=list)  # task identifiers to re-spawn
+
+
+class NotifyRequest(BaseModel):
+    workspace: str
+    title: str
+    body: str
+
+
+class NotifyResult(BaseModel):
+    configured: bool
+    delivered: bool
+    problem: str | None = None
+
+
+class ScanRequest(BaseModel):
+    """The scoring-integrity scan of some transcripts (activities/scan.py runs it in a child)."""
+
+    log_paths: list[str]
+    results_dir: str
+    scan_model: str | Literal[False] | None = None
+    scanners: list[str] = Field(default_factory=list)
+    cwd: str | None = None  # where relative paths in the scan's options resolve (the workspace)
+
+
+class CurateRequest(BaseModel):
+    workspace: str
+    log_dir: str
+    keep: list[str]  # the final logs
+    publish: bool = False
+
+
+class CurateResult(BaseModel):
+    archived: list[str] = Field(default_factory=list)
+    published: list[str] = Field(default_factory=list)
+    problem: str | None = None
+
+
+class FetchRequest(BaseModel):
+    hits: dict[str, str]  # task identifier -> log store path
+    log_dir: str
+
+
+class MoveRequest(BaseModel):
+    moves: list[tuple[str, str]]  # (log path, destination directory)
+
+
+ObserveRequest.model_rebuild()
