@@ -11,6 +11,7 @@ from workflows.contracts import RunStatus, TaskState
 from workflows.cost import LlmCost, Price, money
 
 from .options import OptionsError, load_options
+from .paths import write_atomic
 
 log = structlog.get_logger("steward.analysis")
 _scores: dict[str, tuple[float, str | None]] = {}  # log path -> (mtime, its scores line)
@@ -53,8 +54,6 @@ def _dollars(task: TaskState, prices: dict[str, Price]) -> str | None:
 
 def write_analysis(workspace: Path, status: RunStatus) -> None:
     """Rewrite the facts blocks of analysis.md; the prose around them is kept byte for byte."""
-    from .workspace_files import write_atomic
-
     state = status.state
     try:
         prices = load_options(workspace).prices or {}

@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.sandbox_size import sandbox_size
+from workflows.activity_io import CaptureRequest
 from workflows.capacity import SandboxSize
-from workflows.contracts import Capture, CaptureRequest, TaskSpec
+from workflows.contracts import Capture, TaskSpec
 from workflows.names import Activity
+
+from .paths import is_url
+from .runner_launch import capture_steering, runner_launch
+from .sandbox_size import sandbox_size
 
 CAPTURE_TIMEOUT_S = 600
 
@@ -54,15 +57,10 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
     with tempfile.TemporaryDirectory(prefix="steward-capture-") as scratch:
         manifest = Path(scratch) / "capture.json"
         sandboxes_file = Path(scratch) / "sandboxes.json"
-        env = {
-            **os.environ,
-            "INSPECT_EVAL_SET_CAPTURE": str(manifest),
-            "STEWARD_CAPTURE_SANDBOXES": str(sandboxes_file),
-        }
-        env.pop("INSPECT_EVAL_SET_SELECTION", None)
+        command, env = runner_launch(definition, capture_steering(manifest, sandboxes_file))
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "worker.definition_runner", definition],
+                command,
                 cwd=workspace,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -110,7 +108,7 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
             f"The definition {definition} resolved no tasks; pass eval_set() at least one."
         )
     log_dir = options.get("log_dir")
-    if log_dir and "://" not in log_dir:
+    if log_dir and not is_url(log_dir):
         log_dir = str((Path(workspace) / log_dir).resolve())
     return Capture(
         tasks=tasks,

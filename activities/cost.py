@@ -7,12 +7,10 @@ from typing import Any
 
 from workflows.cost import ModelTokens
 
+from .paths import local_path
+
 # log path -> ((mtime, size), usage): a tend of a big fleet re-reads only the logs that changed.
 _usage_by_log: dict[str, tuple[tuple[float, int], dict[str, ModelTokens]]] = {}
-
-
-def _local_path(location: str) -> str:
-    return location.removeprefix("file://")
 
 
 def _tokens(usage: Any) -> ModelTokens:
@@ -59,7 +57,7 @@ def log_usage(path: str) -> dict[str, ModelTokens]:
     not counted yet. A missing log is {}; a log that cannot be read (being replaced) answers
     what it last did, or {}. Never raises.
     """
-    path = _local_path(path)
+    path = local_path(path)
     try:
         stat = Path(path).stat()
     except OSError:

@@ -1,8 +1,7 @@
-"""Where a workspace's logs live, and a store of finished logs to reuse rather than re-run.
+"""Where a workspace's logs live, a store of finished logs to reuse rather than re-run, and the
+archive beside the log dir, which is read as such a store and moved into and out of.
 
-Every location may be a local path or an fsspec URL (s3://..., memory://...): local paths get
-atomic writes and renames, URLs go through Inspect's fsspec helpers. Paths handed back keep
-the form they were given in (a local path stays a plain path, never a file:// URL).
+Every location may be a local path or an fsspec URL (activities/paths.py).
 """
 
 from __future__ import annotations
@@ -15,12 +14,13 @@ from pathlib import Path
 from pydantic import BaseModel
 from temporalio import activity
 
-from workflows.contracts import FetchRequest, MoveRequest, TaskSpec
+from workflows.activity_io import FetchRequest, MoveRequest
+from workflows.contracts import TaskSpec
 from workflows.delta import ArchivedLog
+from workflows.layout import archive_dir_of
 from workflows.names import Activity
 
-from .observe import _local_path
-from .workspace_files import archive_dir
+from .paths import exists, filesystem, is_url, join_location, local_path, location_name
 
 
 class StoreEntry(BaseModel):
@@ -39,26 +39,6 @@ class StoreEntry(BaseModel):
 _indexes: dict[str, dict[str, tuple[tuple[float | None, int], StoreEntry | None]]] = {}
 
 
-def _is_url(location: str) -> bool:
-    return "://" in location
-
-
-def _join(directory: str, name: str) -> str:
-    if _is_url(directory):
-        return directory.rstrip("/") + "/" + name
-    return str(Path(directory).expanduser() / name)
-
-
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _filesystem(location: str):
-    from inspect_ai._util.file import filesystem
-
-    return filesystem(location)
-
-
 def log_dir_for(workspace: str, log_root: str | None) -> str:
     """The workspace's log dir: `<workspace>/logs`, or under `log_root` a directory named for
     the workspace and a hash of its resolved path (two workspaces never share one)."""
@@ -66,7 +46,7 @@ def log_dir_for(workspace: str, log_root: str | None) -> str:
     if not log_root:
         return str(resolved / "logs")
     digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
-    return _join(_local_path(log_root), f"{resolved.name}-{digest}")
+    return join_location(local_path(log_root), f"{resolved.name}-{digest}")
 
 
 def _samples(header) -> int:
@@ -109,8 +89,8 @@ def flow_store(location: str) -> str | None:
     (`flow:auto` is Flow's default store), or a directory already holding a Flow store."""
     if location.startswith(FLOW_PREFIX):
         return location[len(FLOW_PREFIX) :] or "auto"
-    local = _local_path(location)
-    if not _is_url(local) and (Path(local).expanduser() / "flow_store").is_dir():
+    local = local_path(location)
+    if not is_url(local) and (Path(local).expanduser() / "flow_store").is_dir():
         return local
     return None
 
@@ -135,7 +115,7 @@ def _flow_logs(store: str) -> list[str]:
 
     if store != "auto" and not store_exists(store):
         return []
-    return sorted(_local_path(uri) for uri in api.store_get(store, create=False).get_logs())
+    return sorted(local_path(uri) for uri in api.store_get(store, create=False).get_logs())
 
 
 def index_store(store: str) -> list[StoreEntry]:
@@ -144,8 +124,8 @@ def index_store(store: str) -> list[StoreEntry]:
     flow = flow_store(store)
     if flow is not None:
         return _index(store, [(path, _stamp(path)) for path in _flow_logs(flow)])
-    store = _local_path(store)
-    fs = _filesystem(store)
+    store = local_path(store)
+    fs = filesystem(store)
     try:
         listing = [
             info
@@ -157,15 +137,15 @@ def index_store(store: str) -> list[StoreEntry]:
     listed_as = fs.dir_as_uri(store)  # the form ls() names files in; hand back the store's own
     files = []
     for info in listing:
-        path = _local_path(info.name)
-        if _is_url(store) and info.name.startswith(listed_as):
+        path = local_path(info.name)
+        if is_url(store) and info.name.startswith(listed_as):
             path = store.rstrip("/") + info.name[len(listed_as) :]
         files.append((path, (info.mtime, info.size)))
     return _index(store, files)
 
 
 def _stamp(path: str) -> tuple[float | None, int]:
-    fs = _filesystem(path)
+    fs = filesystem(path)
     try:
         info = fs.info(path)
     except FileNotFoundError:
@@ -182,7 +162,7 @@ def _index(store: str, files: list[tuple[str, tuple[float | None, int]]]) -> lis
         fresh[path] = cached if cached and cached[0] == stamp else (stamp, _read_entry(path))
     _indexes[store] = fresh
     entries = [entry for _, entry in fresh.values() if entry is not None]
-    return sorted(entries, key=lambda e: _name(e.path))
+    return sorted(entries, key=lambda e: location_name(e.path))
 
 
 def satisfied(tasks: list[TaskSpec], entries: list[StoreEntry]) -> dict[str, StoreEntry]:
@@ -198,7 +178,7 @@ def satisfied(tasks: list[TaskSpec], entries: list[StoreEntry]) -> dict[str, Sto
             and e.epochs == task.epochs
         ]
         if matches:
-            found[task.identifier] = max(matches, key=lambda e: _name(e.path))
+            found[task.identifier] = max(matches, key=lambda e: location_name(e.path))
     return found
 
 
@@ -207,21 +187,21 @@ def _copy(source: str, directory: str, keep_existing: bool) -> str:
     `keep_existing`, else when it has the source's size. Local targets are written atomically."""
     from inspect_ai._util.file import copy_file
 
-    source = _local_path(source)
-    directory = _local_path(directory)
-    target = _join(directory, _name(source))
-    source_fs, target_fs = _filesystem(source), _filesystem(target)
+    source = local_path(source)
+    directory = local_path(directory)
+    target = join_location(directory, location_name(source))
+    source_fs, target_fs = filesystem(source), filesystem(target)
     if target_fs.exists(target) and (
         keep_existing or target_fs.info(target).size == source_fs.info(source).size
     ):
         return target
-    if _is_url(target):
+    if is_url(target):
         target_fs.mkdir(directory, exist_ok=True)
         copy_file(source, target)
         return target
     Path(target).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(target).with_name(f".{_name(target)}.tmp")
-    if _is_url(source):
+    tmp = Path(target).with_name(f".{location_name(target)}.tmp")
+    if is_url(source):
         copy_file(source, str(tmp))
     else:
         shutil.copyfile(source, tmp)
@@ -240,7 +220,7 @@ def publish(paths: list[str], store: str) -> list[str]:
     flow = flow_store(store)
     if flow is None:
         return [_copy(path, store, keep_existing=True) for path in paths]
-    local = [_local_path(path) for path in paths]
+    local = [local_path(path) for path in paths]
     if local:
         _flow_api().store_get(flow, create=True).import_log_path(local)
     return local
@@ -248,10 +228,7 @@ def publish(paths: list[str], store: str) -> list[str]:
 
 def archive_location(log_dir: str) -> str:
     """The archive beside the log dir: `logs-archive/` for `logs/` (URLs too)."""
-    log_dir = _local_path(log_dir)
-    if _is_url(log_dir):
-        return log_dir.rstrip("/") + "-archive"
-    return str(archive_dir(log_dir))
+    return archive_dir_of(local_path(log_dir))
 
 
 def archived_logs(log_dir: str) -> list[ArchivedLog]:
@@ -262,11 +239,11 @@ def archived_logs(log_dir: str) -> list[ArchivedLog]:
 
 def move(path: str, directory: str) -> str:
     """Move a log into a directory (to the archive or back), keeping its name."""
-    path = _local_path(path)
-    directory = _local_path(directory)
-    target = _join(directory, _name(path))
-    if _is_url(target):
-        fs = _filesystem(target)
+    path = local_path(path)
+    directory = local_path(directory)
+    target = join_location(directory, location_name(path))
+    if is_url(target):
+        fs = filesystem(target)
         fs.mkdir(directory, exist_ok=True)
         fs.mv(path, target)
     else:
@@ -287,13 +264,9 @@ def move_logs(request: MoveRequest) -> list[str]:
     """Move logs to the archive or back; a log already moved (a retry) is skipped."""
     moved = []
     for path, directory in request.moves:
-        target = _join(directory, _name(path))
-        if not _exists(path) and _exists(target):
+        target = join_location(directory, location_name(path))
+        if not exists(path) and exists(target):
             moved.append(target)
             continue
         moved.append(move(path, directory))
     return moved
-
-
-def _exists(path: str) -> bool:
-    return _filesystem(path).exists(path if _is_url(path) else _local_path(path))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from temporalio import activity
 
-from workflows.contracts import NotifyRequest, NotifyResult
+from workflows.activity_io import NotifyRequest, NotifyResult
 from workflows.names import Activity
 
 from .options import OptionsError, load_options

@@ -1,76 +1,38 @@
-"""Observe a run: which workers live, and how far each open task has got.
+"""Observe a run: which workers live, and how far each open task has got; and set a live
+worker's concurrency (the ramp's setpoints).
 
-While a worker lives its control socket is asked (concurrently, with a short timeout: a busy
-worker answering late is "no news", not "no progress"); the `.eval` logs answer otherwise and
-are the truth about whether a task is complete.
+While a worker lives its control socket is asked (activities/control_socket.py); the `.eval`
+logs answer otherwise and are the truth about whether a task is complete
+(activities/log_listing.py).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 from temporalio import activity
 
-from workflows.contracts import (
-    Observation,
-    ObserveRequest,
-    Progress,
-    SetpointRequest,
-    TaskObservation,
-    WorkerProcess,
-)
+from workflows.activity_io import ObserveRequest, SetpointRequest
+from workflows.contracts import Observation, Progress, TaskObservation, WorkerProcess
 from workflows.names import Activity
 from workflows.ramp import RampCounters, RampReading
 
+from .anomalies import find_anomalies
+from .control_socket import (
+    SOCKET_TIMEOUT_S,
+    ask_each,
+    control_get,
+    forget_gone_clients,
+    socket_client,
+)
 from .cost import log_usage
+from .log_listing import log_info, logs_by_identifier
 from .processes import is_alive
 
-SOCKET_TIMEOUT_S = 3.0
 _LOG_STATUSES = {"started", "success", "cancelled", "error"}
 _RUNNING_ROW = {"running", "started"}
-
-
-@dataclass
-class LogInfo:
-    path: str
-    identifier: str  # a log file never changes task
-    stamp: tuple[float, int]  # (mtime, size) when `status` was read
-    status: str
-
-
-# path -> what we last read of it. Reading a header costs milliseconds; a tend of a big fleet
-# would pay it for every log every time, so only re-read what changed and matters.
-_logs: dict[str, LogInfo] = {}
-
-
-# One client per control socket, and one thread pool, kept between tends: building an httpx
-# client builds an SSL context (tens of ms of CPU), which for a fleet of 20 was most of a tend.
-_clients: dict[str, httpx.Client] = {}
-_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="steward-observe")
-
-
-def _client(socket: str) -> httpx.Client:
-    client = _clients.get(socket)
-    if client is None:
-        transport = httpx.HTTPTransport(uds=socket)
-        client = _clients[socket] = httpx.Client(transport=transport, base_url="http://inspect")
-    return client
-
-
-def _forget_gone_clients() -> None:
-    """Close clients whose worker is gone (its socket file removed); other runs' stay."""
-    for socket in [s for s in _clients if not Path(s).exists()]:
-        _clients.pop(socket).close()
-
-
-def control_get(socket: str, path: str, timeout: float = SOCKET_TIMEOUT_S) -> Any:
-    response = _client(socket).get(path, timeout=timeout)
-    response.raise_for_status()
-    return response.json()
 
 
 def _socket_rows(worker: WorkerProcess) -> list[dict]:
@@ -130,51 +92,6 @@ def ramp_reading(row: dict) -> RampReading | None:
     )
 
 
-def _local_path(location: str) -> str:
-    return location.removeprefix("file://")
-
-
-def log_info(location: str, fresh_status: bool = True) -> LogInfo | None:
-    """What a log is (its task identifier) and, when `fresh_status`, its current status.
-    None while it cannot be read yet (being created or replaced)."""
-    from inspect_ai._eval.evalset import task_identifier
-    from inspect_ai.log import read_eval_log
-
-    path = _local_path(location)
-    try:
-        stat = Path(path).stat()
-    except OSError:
-        return None
-    stamp = (stat.st_mtime, stat.st_size)
-    known = _logs.get(path)
-    if known is not None and (known.stamp == stamp or not fresh_status):
-        return known
-    try:
-        header = read_eval_log(path, header_only=True)
-    except Exception:  # a log being replaced mid-read: try again next tend
-        return known
-    # A success log with invalidated samples (a re-run ruling) is not complete: its task resumes.
-    status = "invalidated" if header.status == "success" and header.invalidated else header.status
-    _logs[path] = LogInfo(path, task_identifier(header, None), stamp, status)
-    return _logs[path]
-
-
-def logs_by_identifier(log_dir: str, fresh_status: bool = False) -> dict[str, list[LogInfo]]:
-    """identifier -> its logs, oldest first (log names start with their start time)."""
-    found: dict[str, list[LogInfo]] = {}
-    directory = Path(log_dir)
-    if not directory.is_dir():
-        return found
-    present = sorted(str(p) for p in directory.glob("*.eval"))
-    for gone in [p for p in _logs if Path(p).parent == directory and p not in present]:
-        del _logs[gone]
-    for path in sorted(present, key=lambda p: Path(p).name):
-        info = log_info(path, fresh_status)
-        if info is not None:
-            found.setdefault(info.identifier, []).append(info)
-    return found
-
-
 def progress_from_log(path: str, total: int) -> Progress:
     from inspect_ai.log import read_eval_log_sample_summaries
 
@@ -206,8 +123,8 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
         if alive:
             live.append(worker)
 
-    _forget_gone_clients()
-    socket_rows = [row for rows in _pool.map(_socket_rows, live) for row in rows]
+    forget_gone_clients()
+    socket_rows = [row for rows in ask_each(_socket_rows, live) for row in rows]
 
     logs = logs_by_identifier(request.log_dir)
     rows_by_identifier: dict[str, dict] = {}
@@ -244,10 +161,8 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
 def observe_run(request: ObserveRequest) -> Observation:
     observation = observe_run_sync(request)
     if request.anomalies is not None:
-        from .triage import observe_anomalies_sync
-
         try:
-            observation.anomalies = observe_anomalies_sync(request.anomalies)
+            observation.anomalies = find_anomalies(request.anomalies)
         except Exception as err:  # progress still counts; anomalies are looked for next tend
             observation.anomaly_problem = f"{type(err).__name__}: {err}"
     return observation
@@ -264,7 +179,7 @@ def apply_setpoints_sync(request: SetpointRequest) -> list[str]:
         if change.max_connections is not None:
             params["max_connections"] = change.max_connections
         try:
-            response = _client(change.socket).patch(
+            response = socket_client(change.socket).patch(
                 f"/tasks/{change.task_id}/config", params=params, timeout=SOCKET_TIMEOUT_S
             )
             response.raise_for_status()

@@ -17,9 +17,11 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from pydantic_settings.sources import InitSettingsSource
 from temporalio import activity
 
-from workflows.contracts import LiveOptions, LiveOptionsRequest
+from workflows.activity_io import LiveOptions, LiveOptionsRequest
 from workflows.names import Activity
 from workflows.options import StewardOptions, live_options
+
+from .paths import is_url
 
 OPTIONS_FILE = "_steward.yaml"
 ENV_PREFIX = "STEWARD_"
@@ -114,7 +116,7 @@ LOCATIONS = ("log_root", "log_store", "sync")  # options naming a place for logs
 def anchored(location: str | None, workspace: Path) -> str | None:
     """A relative local path is the workspace's (the CLI and the worker run in different
     directories); URLs, absolute paths and `flow:auto` stay as written."""
-    if not location or "://" in location:
+    if not location or is_url(location):
         return location
     if location.startswith("flow:"):
         rest = location.removeprefix("flow:")

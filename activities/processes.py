@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,24 +13,23 @@ from pathlib import Path
 import psutil
 from temporalio import activity
 
-from workflows.contracts import SpawnRequest, StopRequest, StopResult, WorkerProcess
+from workflows.activity_io import SpawnRequest, StopRequest, StopResult
+from workflows.contracts import WorkerProcess
+from workflows.layout import workers_dir_of
 from workflows.names import Activity
 
-SELECTION_VERSION = 7
+from .control_socket import socket_path
+from .paths import write_atomic
+from .runner_launch import runner_launch, selection_document, worker_steering
+
 # Children this process started: polling them reaps them, so a dead child is not a zombie.
 _children: dict[int, subprocess.Popen] = {}
 
 
-def state_dir(workspace: str) -> Path:
-    path = Path(workspace) / ".steward" / "workers"
+def _workers_dir(workspace: str) -> Path:
+    path = Path(workers_dir_of(workspace))
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def control_socket(pid: int) -> str:
-    from inspect_ai._control.discovery import default_socket_path
-
-    return str(default_socket_path(pid))
 
 
 def is_alive(pid: int, create_time: float) -> bool:
@@ -50,22 +48,11 @@ def is_alive(pid: int, create_time: float) -> bool:
 
 
 def _write_json_atomic(path: Path, document: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1, default=str))
-    os.replace(tmp, path)
-
-
-def _selection_document(request: SpawnRequest) -> dict:
-    return {
-        "version": SELECTION_VERSION,
-        "eval_set_id": request.eval_set_id,
-        "tasks": [t.model_dump(exclude_none=True) for t in request.tasks],
-        "overrides": {"log_dir": request.log_dir, "max_samples": request.max_samples},
-    }
+    write_atomic(path, json.dumps(document, indent=1, default=str))
 
 
 def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
-    directory = state_dir(request.workspace)
+    directory = _workers_dir(request.workspace)
     record_path = directory / f"{request.worker_id}.json"
     # A retried spawn must not start a second process for the same worker id.
     if record_path.is_file():
@@ -75,22 +62,15 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
 
     selection = directory / f"{request.worker_id}.selection.json"
     output = directory / f"{request.worker_id}.log"
-    _write_json_atomic(selection, _selection_document(request))
+    overrides = {"log_dir": request.log_dir, "max_samples": request.max_samples}
+    _write_json_atomic(selection, selection_document(request.eval_set_id, request.tasks, overrides))
     _write_json_atomic(
         record_path, {"state": "spawning", "selection": str(selection), "output": str(output)}
     )
-    # STEWARD_WORKER: tool approvals a policy sends to a human are answered through Steward
-    # (worker/approver.py) instead of a terminal this detached process does not have.
-    env = {
-        **os.environ,
-        "INSPECT_EVAL_SET_SELECTION": str(selection),
-        "STEWARD_WORKER": "1",
-        "STEWARD_APPROVALS_DIR": str(Path(request.workspace) / ".steward" / "approvals"),
-    }
-    env.pop("INSPECT_EVAL_SET_CAPTURE", None)
+    command, env = runner_launch(request.definition, worker_steering(selection, request.workspace))
     with open(output, "ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "worker.definition_runner", request.definition],
+            command,
             cwd=request.workspace,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -104,7 +84,7 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
         tasks=[t.identifier for t in request.tasks],
         pid=process.pid,
         create_time=psutil.Process(process.pid).create_time(),
-        socket=control_socket(process.pid),
+        socket=socket_path(process.pid),
         output=str(output),
         started_at=datetime.now(UTC),
     )

@@ -3,10 +3,7 @@
 Completed `.eval` logs are scanned with inspect_scout: always with the built-in
 `scoring_integrity` LLM scanner (does the transcript support the score, or did the model game
 the grading?), plus any extra scanners named as `registered_name` or `path/to/file.py@name`.
-Every positive result (scout's own rule: not False, None, 0, "", "none", [] or {}) comes back
-as a plain finding dict:
-
-    {"scanner", "log", "task", "sample_id", "epoch", "explanation", "value"}
+Every positive result comes back as a plain finding dict (activities/scan_findings.py).
 
 The Temporal activity runs the scan in a child process (`python -m activities.scan`, JSON on
 stdin and stdout), not in the worker: scout allows one scan per process at a time (a
@@ -19,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import sys
 from pathlib import Path
@@ -29,6 +25,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from workflows.names import Activity
+
+from .scan_findings import read_findings
 
 SCORING_INTEGRITY = "scoring_integrity"
 
@@ -128,7 +126,7 @@ def scan_transcripts(
             display="none",
         )
         _raise_for_errors(status)
-        findings.extend(_findings(status.location, given_path))
+        findings.extend(read_findings(status.location, given_path))
     return sorted(
         findings, key=lambda f: (f["log"], f["task"], f["sample_id"], f["epoch"], f["scanner"])
     )
@@ -236,66 +234,6 @@ def _raise_for_errors(status: Any) -> None:
         )
     if not status.complete:
         raise ScanFailed(f"The scan did not complete; its results are in {status.location}.")
-
-
-def _findings(scan_location: str, given_path: dict[str, str]) -> list[dict]:
-    from inspect_scout import scan_results_df
-
-    results = scan_results_df(scan_location)
-    findings = []
-    for scanner_name in results.scanners:
-        for row in results.scanners[scanner_name].to_dict("records"):
-            value = _json_value(row.get("value"), row.get("value_type"))
-            if not _is_positive(value):
-                continue
-            source = str(row["transcript_source_uri"])
-            findings.append(
-                {
-                    "scanner": scanner_name,
-                    "log": given_path.get(str(Path(source).resolve()), source),
-                    "task": str(row["transcript_task_set"]),
-                    "sample_id": str(row["transcript_task_id"]),
-                    "epoch": int(row["transcript_task_repeat"]),
-                    "explanation": _plain(row.get("explanation")) or "",
-                    "value": value,
-                }
-            )
-    return findings
-
-
-def _plain(value: Any) -> Any:
-    """A pandas/numpy cell as a plain Python value (NaN as None)."""
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
-def _json_value(value: Any, value_type: Any) -> Any:
-    """A result's value as JSON: scout stores it as text when a scanner's values mix types."""
-    value = _plain(value)
-    if not isinstance(value, str):
-        return value
-    match value_type:
-        case "boolean":
-            return value.lower() == "true"
-        case "number":
-            number = float(value)
-            return int(number) if number.is_integer() else number
-        case "array" | "object" | "null":
-            return json.loads(value)
-        case _:
-            return value
-
-
-def _is_positive(value: Any) -> bool:
-    """Whether a scanner flagged the sample: scout's own rule for counting a result."""
-    if value is None or value is False or value == 0 or value == "":
-        return False
-    if isinstance(value, str) and value.lower() == "none":
-        return False
-    return not (isinstance(value, list | dict) and len(value) == 0)
 
 
 def resolve_scan_model(scan_model: str | bool | None, cwd: str | None) -> str | None:

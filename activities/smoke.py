@@ -1,7 +1,7 @@
 """The smoke run `steward launch` does first: a few samples of every task, under a wall-clock cap.
 
-One process runs the definition in Inspect's selection mode (as a per-task worker does, see
-activities/processes.py) with every given task selected, `limit` samples each and its logs in
+One process runs the definition in Inspect's selection mode (started as a per-task worker is,
+see activities/runner_launch.py) with every given task selected, `limit` samples each and its logs in
 `<workspace>/.steward/smoke/<timestamp>/`, apart from the run's. Its logs then say, per task,
 whether configuration, infrastructure and model access work; each failure is classified as a
 `model`, `sandbox`, `task`, `timeout` or `definition` check. An eval failure never raises: it is
@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,8 +23,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from activities.processes import SELECTION_VERSION
+from workflows.activity_io import SelectedTask
 from workflows.contracts import TaskSpec
+from workflows.layout import smoke_dir_of
+
+from .runner_launch import runner_launch, selection_document, worker_steering
 
 CheckKind = Literal["model", "sandbox", "task", "timeout", "definition"]
 CHECK_KINDS: tuple[str, ...] = ("model", "sandbox", "task", "timeout", "definition")
@@ -116,12 +118,8 @@ def _stderr_error(stderr: str) -> tuple[str, str]:
 
 
 # ---------- running ----------
-def smoke_root(workspace: str) -> Path:
-    return Path(workspace) / ".steward" / "smoke"
-
-
 def _new_smoke_dir(workspace: str) -> Path:
-    root = smoke_root(workspace)
+    root = Path(smoke_dir_of(workspace))
     root.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1000):
@@ -135,24 +133,16 @@ def _new_smoke_dir(workspace: str) -> Path:
 
 
 def _selection(tasks: list[TaskSpec], eval_set_id: str, log_dir: str, limit: int) -> dict:
-    selected = []
-    for spec in tasks:
-        entry = {"identifier": spec.identifier}
-        if spec.registry_name:
-            entry["registry_name"] = spec.registry_name
-        if spec.args_hash:
-            entry["args_hash"] = spec.args_hash
-        selected.append(entry)
-    return {
-        "version": SELECTION_VERSION,
-        "eval_set_id": eval_set_id,
-        "tasks": selected,
-        "overrides": {
-            "log_dir": log_dir,
-            "limit": limit,
-            "max_samples": max(4, limit * len(tasks)),
-        },
-    }
+    selected = [
+        SelectedTask(
+            identifier=spec.identifier,
+            registry_name=spec.registry_name or None,
+            args_hash=spec.args_hash or None,
+        )
+        for spec in tasks
+    ]
+    overrides = {"log_dir": log_dir, "limit": limit, "max_samples": max(4, limit * len(tasks))}
+    return selection_document(eval_set_id, selected, overrides)
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -184,21 +174,14 @@ def run_smoke(
         json.dumps(_selection(tasks, eval_set_id, str(smoke_dir.resolve()), limit), indent=1)
     )
     stdout_path, stderr_path = runner_dir / "stdout.log", runner_dir / "stderr.log"
-    env = {
-        **os.environ,
-        "INSPECT_EVAL_SET_SELECTION": str(selection.resolve()),
-        "STEWARD_WORKER": "1",
-        "STEWARD_APPROVALS_DIR": str(Path(workspace) / ".steward" / "approvals"),
-    }
-    for name in ("INSPECT_EVAL_SET_CAPTURE", "INSPECT_EVAL_SET_OVERRIDES"):
-        env.pop(name, None)
+    command, env = runner_launch(definition, worker_steering(selection.resolve(), workspace))
 
     started = time.monotonic()
     timed_out = False
     returncode: int | None = None
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "worker.definition_runner", definition],
+            command,
             cwd=workspace,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -11,8 +11,9 @@ from typing import Any
 
 import yaml
 
-from .log_store import _filesystem, _is_url, _join
-from .observe import _local_path
+from workflows.layout import MIRROR_DIR
+
+from .paths import filesystem, is_url, join_location, local_path
 
 SYNCED = ["status.md", "journal.jsonl", "_steward.yaml", "analysis.md", "evalset.py", "config.py"]
 OPTIONS = "_steward.yaml"
@@ -168,7 +169,7 @@ _copied: dict[str, tuple[int, int]] = {}
 
 
 def _write(target: str, data: bytes) -> None:
-    if _is_url(target):
+    if is_url(target):
         from inspect_ai._util.file import file
 
         with file(target, "wb") as handle:
@@ -183,8 +184,8 @@ def _write(target: str, data: bytes) -> None:
 def sync_workspace(workspace: str, target: str) -> list[str]:
     """Copy the workspace's files that exist and changed since their last copy into
     `<target>/_steward/` (created as needed); the names copied."""
-    directory = _join(_local_path(target), "_steward")
-    fs = _filesystem(directory)
+    directory = join_location(local_path(target), MIRROR_DIR)
+    fs = filesystem(directory)
     fs.mkdir(directory, exist_ok=True)
     copied = []
     for name in SYNCED:
@@ -193,7 +194,7 @@ def sync_workspace(workspace: str, target: str) -> list[str]:
             stat = source.stat()
         except OSError:
             continue
-        destination = _join(directory, name)
+        destination = join_location(directory, name)
         stamp = (stat.st_size, stat.st_mtime_ns)
         if _copied.get(destination) == stamp and fs.exists(destination):
             continue

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import yaml
 
+from workflows.layout import workspace_record_of
 from workflows.options import option_sections
 
 from .options import OPTIONS_FILE
 
-STATE_DIR = ".steward"
 TEMPLATE_FILES = {  # workspace file -> template name
     "AGENTS.md": "AGENTS.md",
     "CLAUDE.md": "CLAUDE.md",
@@ -102,7 +102,7 @@ def find_workspace(start: Path) -> Path:
 
 def workspace_id(workspace: Path) -> str:
     """A stable id for the workspace, kept in its state directory (made on first use)."""
-    path = workspace / STATE_DIR / "workspace.json"
+    path = Path(workspace_record_of(str(workspace)))
     if path.is_file():
         return json.loads(path.read_text())["id"]
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -42,11 +42,12 @@ from inspect_ai.approval import Approval, ApprovalDecision, Approver, approver
 from inspect_ai.model import ChatMessage
 from inspect_ai.tool import ToolCall, ToolCallView
 
+from activities.runner_launch import APPROVALS_DIR_ENV, WORKER_ENV
+from workflows.layout import approvals_dir_of
+
 logger = logging.getLogger(__name__)
 
 APPROVER_NAME = "steward"
-APPROVALS_DIR_ENV = "STEWARD_APPROVALS_DIR"
-WORKER_ENV = "STEWARD_WORKER"
 POLL_INTERVAL = 0.5
 MESSAGE_LIMIT = 2000
 ANSWER_DECISIONS: frozenset[str] = frozenset({"approve", "reject", "terminate", "escalate"})
@@ -55,7 +56,7 @@ ANSWER_DECISIONS: frozenset[str] = frozenset({"approve", "reject", "terminate", 
 def approvals_dir() -> Path:
     """Where requests and answers live (created if missing)."""
     configured = os.environ.get(APPROVALS_DIR_ENV)
-    directory = Path(configured) if configured else Path.cwd() / ".steward" / "approvals"
+    directory = Path(configured or approvals_dir_of(str(Path.cwd())))
     directory.mkdir(parents=True, exist_ok=True)
     return directory
 

@@ -3,7 +3,8 @@
 `python -m worker.definition_runner evalset.py` from the workspace directory. The workspace's
 `.env` (and its parents') is loaded first without overriding the environment, so credentials
 and settings kept there reach processes the Steward worker starts. Inspect's capture or
-selection mode comes from the environment variables the caller sets.
+selection mode comes from the environment variables the caller sets
+(activities/runner_launch.py).
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
+from activities.runner_launch import CAPTURE_ENV, SANDBOX_SIDECAR_ENV
+
 
 def dotenv_files(start: Path) -> list[Path]:
     """`.env` files from `start` up to the root, nearest first."""
     return [d / ".env" for d in [start, *start.parents] if (d / ".env").is_file()]
-
-
-SANDBOX_SIDECAR = "STEWARD_CAPTURE_SANDBOXES"
 
 
 def record_sandboxes(path: str) -> None:
@@ -136,8 +136,8 @@ def main(argv: list[str]) -> None:
     definition = Path(argv[0])
     for env_file in dotenv_files(Path.cwd()):  # nearest first, and nothing overrides
         load_dotenv(env_file, override=False)
-    if os.environ.get(SANDBOX_SIDECAR) and os.environ.get("INSPECT_EVAL_SET_CAPTURE"):
-        record_sandboxes(os.environ[SANDBOX_SIDECAR])
+    if os.environ.get(SANDBOX_SIDECAR_ENV) and os.environ.get(CAPTURE_ENV):
+        record_sandboxes(os.environ[SANDBOX_SIDECAR_ENV])
     # Register Steward's approver before the definition builds its tasks, so policies naming
     # `steward` (or, in a worker, `human`) resolve to it.
     import worker.inspect_plugins  # noqa: F401

@@ -19,14 +19,15 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.capacity import probe_capacity, reap_sandboxes_activity, request_admission
 from activities.capture import capture_definition
 from activities.credentials import check_credentials
+from activities.log_curation import curate_logs, tidy_logs
 from activities.log_store import fetch_from_store, move_logs
 from activities.notify import notify
 from activities.observe import apply_setpoints, observe_run
 from activities.options import read_ramp_settings
 from activities.processes import spawn_worker, stop_workers
+from activities.rulings import apply_actions
 from activities.scan import scan_transcripts_activity
-from activities.triage import apply_actions
-from activities.workspace_files import curate_logs, tidy_logs, write_workspace
+from activities.workspace_files import write_workspace
 from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.credentials import CredentialsCheck

@@ -12,6 +12,7 @@ import fsspec
 import pytest
 
 from activities import log_store
+from activities.log_listing import log_info
 from activities.log_store import (
     archive_location,
     archived_logs,
@@ -22,7 +23,6 @@ from activities.log_store import (
     publish,
     satisfied,
 )
-from activities.observe import log_info
 from workflows.contracts import TaskSpec
 from workflows.delta import ArchivedLog
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import psutil
 
 from activities.processes import is_alive, stop_workers_sync
-from workflows.contracts import StopRequest, WorkerProcess
+from workflows.activity_io import StopRequest
+from workflows.contracts import WorkerProcess
 
 IGNORES_SIGINT = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('ready', flush=True); time.sleep(120)"
 OBEYS_SIGINT = "import time; print('ready', flush=True); time.sleep(120)"
