@@ -36,26 +36,30 @@ from activities.capacity import probe_capacity, request_admission
 from bench.common import private_steward
 from bench.tend import percentile
 from worker.temporal_worker import workflow_runner
-from workflows.capacity_ledger import CapacityLedger
-from workflows.contracts import (
+from workflows.activity_io import (
     ApplyResult,
-    Capture,
     CurateResult,
     LiveOptions,
     NotifyResult,
-    Observation,
     ObserveRequest,
+    SpawnRequest,
+    StopResult,
+    WorkspaceWrite,
+)
+from workflows.capacity_ledger import CapacityLedger
+from workflows.contracts import (
+    WORKFLOW_TASK_QUEUE,
+    Capture,
+    Observation,
     Progress,
     RunInput,
     RunSettings,
-    SpawnRequest,
-    StopResult,
     TaskObservation,
     TaskSpec,
     WorkerProcess,
-    WorkspaceWrite,
 )
 from workflows.eval_run import EvalRun
+from workflows.names import Activity, WorkflowType
 
 QUEUE = "steward-bench"
 spawned_at: dict[str, float] = {}  # run id -> wall time of its first spawn
@@ -64,13 +68,13 @@ admitted: dict[str, str] = {}  # run id -> how it was admitted
 
 
 # ---------------------------------------------------------------- stand-in activities
-@activity.defn(name="capture_definition")
+@activity.defn(name=Activity.CAPTURE_DEFINITION)
 async def capture(request) -> Capture:
     spec = TaskSpec(name="t", model="m", identifier="t-id", samples=1, sandbox="docker")
     return Capture(tasks=[spec], max_samples=1)
 
 
-@activity.defn(name="spawn_worker")
+@activity.defn(name=Activity.SPAWN_WORKER)
 async def spawn(request: SpawnRequest) -> WorkerProcess:
     spawned_at.setdefault(request.eval_set_id, time.time())
     return WorkerProcess(
@@ -84,7 +88,7 @@ async def spawn(request: SpawnRequest) -> WorkerProcess:
     )
 
 
-@activity.defn(name="observe_run")
+@activity.defn(name=Activity.OBSERVE_RUN)
 async def observe(request: ObserveRequest) -> Observation:
     """Every spawned task is complete at its first observation: the run finishes at once."""
     done = Progress(total=1, completed=1)
@@ -101,7 +105,7 @@ async def observe(request: ObserveRequest) -> Observation:
     )
 
 
-@activity.defn(name="write_workspace")
+@activity.defn(name=Activity.WRITE_WORKSPACE)
 async def write_workspace(write: WorkspaceWrite) -> None:
     for event in write.journal:
         if event.event == "capacity released":
@@ -110,42 +114,42 @@ async def write_workspace(write: WorkspaceWrite) -> None:
             admitted[write.status.workflow_id] = event.data.get("how", "")
 
 
-@activity.defn(name="read_ramp_settings")
+@activity.defn(name=Activity.READ_LIVE_OPTIONS)
 async def ramp_settings(request) -> LiveOptions:
     return LiveOptions(samples_ramp=(1, 1), heartbeat=False)
 
 
-@activity.defn(name="notify")
+@activity.defn(name=Activity.NOTIFY)
 async def notify(request) -> NotifyResult:
     return NotifyResult(configured=False, delivered=False)
 
 
-@activity.defn(name="scan_transcripts")
+@activity.defn(name=Activity.SCAN_TRANSCRIPTS)
 async def scan(request) -> list:
     return []
 
 
-@activity.defn(name="apply_actions")
+@activity.defn(name=Activity.APPLY_ACTIONS)
 async def apply_actions(request) -> ApplyResult:
     return ApplyResult()
 
 
-@activity.defn(name="apply_setpoints")
+@activity.defn(name=Activity.APPLY_SETPOINTS)
 async def apply_setpoints(request) -> list:
     return []
 
 
-@activity.defn(name="tidy_logs")
+@activity.defn(name=Activity.TIDY_LOGS)
 async def tidy(request) -> None:
     return None
 
 
-@activity.defn(name="stop_workers")
+@activity.defn(name=Activity.STOP_WORKERS)
 async def stop(request) -> StopResult:
     return StopResult()
 
 
-@activity.defn(name="curate_logs")
+@activity.defn(name=Activity.CURATE_LOGS)
 async def curate(request) -> CurateResult:
     return CurateResult()
 
@@ -172,7 +176,7 @@ async def measure(address: str, runs: int, console: Console) -> tuple[list[float
     with ThreadPoolExecutor(max_workers=8) as executor:
         workflows = Worker(
             client,
-            task_queue="steward",
+            task_queue=WORKFLOW_TASK_QUEUE,
             workflows=[EvalRun, CapacityLedger],
             workflow_runner=workflow_runner(),
         )
@@ -186,7 +190,7 @@ async def measure(address: str, runs: int, console: Console) -> tuple[list[float
             settings = RunSettings(tend_interval=1.0, heartbeat=False, capacity_backend="docker")
             for index in range(runs):
                 await client.start_workflow(
-                    "EvalRun",
+                    EvalRun.run,
                     RunInput(
                         workspace="",
                         definition="evalset.py",
@@ -195,7 +199,7 @@ async def measure(address: str, runs: int, console: Console) -> tuple[list[float
                         settings=settings,
                     ),
                     id=f"bench-run-{index:03d}",
-                    task_queue="steward",
+                    task_queue=WORKFLOW_TASK_QUEUE,
                 )
             console.print(f"started {runs} runs; waiting for every one to spawn ...")
             deadline = time.monotonic() + 60 + 3 * runs
@@ -224,7 +228,9 @@ def _pump_latencies() -> list[float]:
 
 async def _ledger_history(client: Client) -> dict:
     events, executions = 0, 0
-    async for execution in client.list_workflows("WorkflowType = 'CapacityLedger'"):
+    async for execution in client.list_workflows(
+        f"WorkflowType = '{WorkflowType.CAPACITY_LEDGER}'"
+    ):
         described = await client.get_workflow_handle(
             execution.id, run_id=execution.run_id
         ).describe()

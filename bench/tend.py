@@ -24,7 +24,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from bench.common import private_steward
 from harness.helpers import make_workspace, wait_for
-from workflows.contracts import TendSummary
+from workflows.eval_run import EvalRun
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -34,11 +34,11 @@ def percentile(values: list[float], q: float) -> float:
 
 async def time_tends(address: str, workflow_id: str, calls: int) -> list[float]:
     client = await Client.connect(address, data_converter=pydantic_data_converter)
-    handle = client.get_workflow_handle(workflow_id)
+    handle = client.get_workflow_handle_for(EvalRun.run, workflow_id)
     timings = []
     for _ in range(calls):
         start = time.perf_counter()
-        await handle.execute_update("tend", result_type=TendSummary)
+        await handle.execute_update(EvalRun.tend)
         timings.append(time.perf_counter() - start)
     return timings
 

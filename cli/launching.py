@@ -12,8 +12,9 @@ from typing import Any
 from workflows.contracts import Capture, RunStatus, TaskSpec
 from workflows.delta import Delta, compute_delta, delta_lines
 
-from . import runs
+from .context import Context
 from .output import CommandError, bad_input, console
+from .run_calls import client_for, live_status
 
 SMOKE_SAMPLES = 2
 SMOKE_CAP_S = 300.0
@@ -52,7 +53,7 @@ class LaunchPlan:
 HAWK_FILES = ("hawk.yaml", "hawk.yml")
 
 
-def refuse_unsupported(ctx: runs.Context, definition: str) -> None:
+def refuse_unsupported(ctx: Context, definition: str) -> None:
     """A Hawk configuration cannot be run here: say so, naming the requirement."""
     import sys
 
@@ -73,7 +74,7 @@ def refuse_unsupported(ctx: runs.Context, definition: str) -> None:
     )
 
 
-def make_plan(ctx: runs.Context, definition: str) -> LaunchPlan:
+def make_plan(ctx: Context, definition: str) -> LaunchPlan:
     from worker.workspace import (
         DefinitionError,
         capture_definition_sync,
@@ -85,7 +86,7 @@ def make_plan(ctx: runs.Context, definition: str) -> LaunchPlan:
         capture = capture_definition_sync(str(ctx.workspace), definition)
     except DefinitionError as err:
         raise bad_input(str(err)) from err
-    live = asyncio.run(runs.live_status(ctx))
+    live = asyncio.run(live_status(ctx))
     if live is not None:
         log_dir = live.state.log_dir
         committed = [t.spec for t in live.state.tasks]
@@ -127,7 +128,7 @@ def print_plan(plan: LaunchPlan) -> None:
 
 
 def smoke(
-    ctx: runs.Context, definition: str, tasks: list[TaskSpec], accept: list[str], quiet: bool
+    ctx: Context, definition: str, tasks: list[TaskSpec], accept: list[str], quiet: bool
 ) -> dict[str, Any]:
     """Smoke the work about to run; a failure not waived stops the launch with what failed."""
     from worker.workspace import smoke as smoke_run
@@ -158,7 +159,7 @@ def smoke(
     return document
 
 
-def check_credentials(ctx: runs.Context, models: list[str], quiet: bool) -> dict[str, Any]:
+def check_credentials(ctx: Context, models: list[str], quiet: bool) -> dict[str, Any]:
     """Refuse, naming the variables and the fix, when the workers would not see the
     credentials the models' providers need. The check runs on the worker's host."""
     import uuid
@@ -183,7 +184,7 @@ def check_credentials(ctx: runs.Context, models: list[str], quiet: bool) -> dict
         )
 
         async def ask() -> CredentialsReport:
-            client = await runs.client_for(ctx.target)
+            client = await client_for(ctx.target)
             return await client.execute_workflow(
                 CredentialsCheck.run,
                 request,

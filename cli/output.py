@@ -1,8 +1,19 @@
-"""How every command speaks: Rich for people, one JSON document with --json, exit codes
-0 ok / 1 failed / 2 bad input, and never a traceback for a user's mistake."""
+"""How every command speaks: Rich for people, one JSON document with --json, one exit code per
+kind of outcome, and never a traceback for a user's mistake.
+
+Exit codes:
+  0 OK         the command did what it said.
+  1 FAILED     it could not: Temporal or the worker unreachable, a smoke run that failed, an
+               update that failed while it ran (an activity), a service that is not running.
+  2 BAD_INPUT  it was refused and changed nothing, with one sentence saying how to fix it: bad
+               arguments or workspace, no run launched, or the run refused the command in its
+               state — an update's validator said no, or the run has already ended. The same
+               refusal is the same code whichever command meets it.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -23,6 +34,7 @@ class CommandError(Exception):
 
 
 def bad_input(message: str) -> CommandError:
+    """A refusal: the input, or the run's state, does not allow the command; nothing changed."""
     return CommandError(message, BAD_INPUT)
 
 
@@ -49,3 +61,29 @@ def fail(error: CommandError, as_json: bool) -> None:
     else:
         errors.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
     finish(error.code)
+
+
+def command(fn: Callable) -> Callable:
+    """Run a command body: map failures to one sentence and an exit code, then leave."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        as_json = bool(kwargs.get("as_json"))
+        try:
+            fn(*args, **kwargs)
+        except CommandError as err:
+            fail(err, as_json)
+        except KeyboardInterrupt:
+            fail(CommandError("interrupted"), as_json)
+        except Exception as err:  # a bug or an outage: one line, unless debugging
+            if os.environ.get("STEWARD_DEBUG"):
+                raise
+            fail(
+                CommandError(
+                    f"unexpected {type(err).__name__}: {err} (set STEWARD_DEBUG=1 for details)"
+                ),
+                as_json,
+            )
+        finish(OK)
+
+    return wrapper

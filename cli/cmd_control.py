@@ -1,0 +1,216 @@
+"""Commands that watch and steer the workspace's live run: status, tend, pause and resume, the
+ramp's hold, the tend timer, cancel. Each is a query, a signal (`signal_run`) or an update
+(`update_run`) on the run; those helpers own the refusals and their exit code."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+
+from workflows.contracts import CancelRequest, CommandNote, RunStatus, TimerRequest
+from workflows.eval_run import EvalRun
+from workflows.eval_run_state import unsupervised
+from workflows.options import format_duration, parse_duration
+
+from . import launching, render
+from .context import Context, ready_context
+from .output import bad_input, command, console, emit
+from .params import ByOpt, JsonOpt, NoEnvCheckOpt, ReasonOpt, WorkspaceOpt, who
+from .run_calls import (
+    current_status,
+    live_status,
+    query_status,
+    run_handle,
+    signal_run,
+    update_run,
+    wait_settled,
+)
+
+
+@command
+def status(
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until the run has finished, stalled or ended.")
+    ] = False,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Where the run stands: state, per-task progress, last and next tend."""
+    ctx = ready_context(workspace, quiet=as_json)
+
+    async def ask() -> RunStatus:
+        handle = await run_handle(ctx)
+        if wait:
+            return await wait_settled(handle, ctx, quiet=as_json)
+        return await query_status(handle, ctx)
+
+    result = asyncio.run(ask())
+    warning = unsupervised(result.state, result.tend_interval, datetime.now(UTC))
+    emit(
+        as_json,
+        {"ok": True, **result.model_dump(mode="json"), "unsupervised": warning},
+        lambda: render.print_status(result),
+    )
+
+
+@command
+def tend(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
+    """Run one tend now and print what it did."""
+    ctx = ready_context(workspace, quiet=as_json)
+    summary = asyncio.run(update_run(ctx, EvalRun.tend))
+    emit(
+        as_json, {"ok": True, **summary.model_dump(mode="json")}, lambda: render.print_tend(summary)
+    )
+
+
+def _signal(ctx: Context, signal, payload: Any, as_json: bool, said: str) -> None:
+    """Send one command signal and say so (the JSON names the signal)."""
+    asyncio.run(signal_run(ctx, signal, payload))
+    emit(
+        as_json,
+        {"ok": True, "signal": signal.__name__, "workflow_id": ctx.workflow_id},
+        lambda: console.print(said),
+    )
+
+
+@command
+def pause(
+    reason: ReasonOpt = "",
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop scheduling new work; running workers finish."""
+    ctx = ready_context(workspace, quiet=as_json)
+    _signal(
+        ctx,
+        EvalRun.pause,
+        CommandNote(reason=reason, by=who(by)),
+        as_json,
+        "Paused: nothing new will be spawned; running workers finish.",
+    )
+
+
+@command
+def resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = False) -> None:
+    """Schedule work again; the next tend converges from what it finds."""
+    ctx = ready_context(workspace, quiet=as_json)
+    _signal(ctx, EvalRun.resume, CommandNote(by=who(by)), as_json, "Resumed.")
+
+
+@command
+def ramp_hold(
+    reason: ReasonOpt = "",
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Freeze the concurrency climb; the cut on provider pushback stays active."""
+    ctx = ready_context(workspace, quiet=as_json)
+    _signal(
+        ctx,
+        EvalRun.ramp_hold,
+        CommandNote(reason=reason, by=who(by)),
+        as_json,
+        "Ramp held: no task climbs until `steward ramp resume`; pushback still cuts.",
+    )
+
+
+@command
+def ramp_resume(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = False) -> None:
+    """Re-arm the concurrency climb."""
+    ctx = ready_context(workspace, quiet=as_json)
+    _signal(ctx, EvalRun.ramp_resume, CommandNote(by=who(by)), as_json, "Ramp re-armed.")
+
+
+@command
+def cancel(
+    reason: ReasonOpt = "",
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Wait until the run has ended.")
+    ] = True,
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop the workers (30 s grace, then killed) and end the run CANCELLED."""
+    ctx = ready_context(workspace, quiet=as_json)
+
+    async def stop() -> RunStatus:
+        handle = await signal_run(ctx, EvalRun.cancel, CancelRequest(reason=reason, by=who(by)))
+        if wait:
+            await handle.result()
+        return await query_status(handle, ctx)
+
+    result = asyncio.run(stop())
+    emit(
+        as_json,
+        {"ok": True, **result.model_dump(mode="json")},
+        lambda: console.print(f"Run {result.state.phase}.", highlight=False),
+    )
+
+
+@command
+def timer_status(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
+    """Whether the tend timer is armed, its interval, and the next tend."""
+    ctx = ready_context(workspace, quiet=as_json)
+    document = _timer_view(asyncio.run(current_status(ctx)))
+    emit(as_json, {"ok": True, **document}, lambda: render.print_timer(document))
+
+
+def _timer_view(status: RunStatus) -> dict[str, Any]:
+    timer = status.state.timer
+    configured = status.tend_interval
+    armed_at = timer.interval or configured
+    return {
+        "armed": timer.armed,
+        "interval": format_duration(armed_at) if timer.armed else None,
+        "configured": format_duration(configured),
+        "differs": timer.armed and armed_at != configured,
+        "next_tend_at": status.state.next_tend_at.isoformat()
+        if status.state.next_tend_at
+        else None,
+    }
+
+
+@command
+def timer_arm(
+    interval: Annotated[
+        str | None,
+        typer.Option("--interval", help="Tend this often (e.g. 5m); default: tend_interval."),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    no_env_check: NoEnvCheckOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Arm the tend timer (arming again leaves exactly one); the run's credentials are checked
+    first, as at launch: scheduled tends start workers."""
+    seconds = None
+    if interval is not None:
+        try:
+            seconds = parse_duration(interval)
+        except ValueError as err:
+            raise bad_input(
+                f"--interval {interval!r} is not a duration; use one such as 5m."
+            ) from err
+        if seconds < 1:
+            raise bad_input("--interval must be at least 1s.")
+    ctx = ready_context(workspace, quiet=as_json)
+    if not no_env_check:
+        live = asyncio.run(live_status(ctx))
+        if live is not None:
+            launching.check_credentials(ctx, [t.spec.model for t in live.state.tasks], True)
+    said = f"Timer armed ({interval or 'tend_interval'})."
+    _signal(ctx, EvalRun.timer_arm, TimerRequest(interval=seconds, by=who(by)), as_json, said)
+
+
+@command
+def timer_disarm(workspace: WorkspaceOpt = None, by: ByOpt = "", as_json: JsonOpt = False) -> None:
+    """Stop scheduled tends; the run then tends only on `steward tend`."""
+    said = "Timer disarmed; `steward tend` runs a tend, `steward timer arm` re-arms."
+    ctx = ready_context(workspace, quiet=as_json)
+    _signal(ctx, EvalRun.timer_disarm, TimerRequest(by=who(by)), as_json, said)

@@ -1,0 +1,135 @@
+"""Commands of judgement: collect what needs deciding, rule on it, sign the run off. Rulings and
+signoff are updates, so the run's own validators refuse what it cannot accept (exit 2, nothing
+changed); collect reads and tells the run an agent looked."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from workflows.contracts import TERMINAL_PHASES, CollectView, CommandNote, SignoffRequest
+from workflows.eval_run import EvalRun
+from workflows.rulings import RuleRequest
+
+from . import render
+from .context import load_context, ready_context
+from .output import bad_input, command, console, emit
+from .params import AgentOpt, ByOpt, JsonOpt, ReasonOpt, WorkspaceOpt, role, who
+from .run_calls import query_status, run_handle, update_run
+
+
+@command
+def rule(
+    decision: Annotated[str, typer.Argument(help="The decision id (see `steward collect`).")],
+    verdict: Annotated[
+        str,
+        typer.Argument(
+            help="rerun, exclude, zero, score, accept, dismiss; retry, give_up; "
+            "cancel_tool, cancel; approve, reject, terminate."
+        ),
+    ],
+    reason: ReasonOpt = "",
+    by: ByOpt = "",
+    agent: AgentOpt = False,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a decision. Invalid rulings are refused and change nothing."""
+    ctx = ready_context(workspace, quiet=as_json)
+    request = RuleRequest(
+        decision_id=decision, verdict=verdict, reason=reason, by=who(by), role=role(agent)
+    )
+    result = asyncio.run(update_run(ctx, EvalRun.rule, request))
+    emit(
+        as_json,
+        {"ok": True, **result.model_dump(mode="json")},
+        lambda: console.print(
+            f"{result.decision_id}: {result.verdict} "
+            + (
+                f"proposed; the operator rules on it as {result.raised}."
+                if result.effect == "proposed"
+                else "ruled; the run applies it now."
+            ),
+            highlight=False,
+        ),
+    )
+
+
+@command
+def collect(
+    since: Annotated[
+        int, typer.Option("--since", help="Events after this journal number (the cursor).")
+    ] = 0,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Open decisions and every event since the cursor. Reading consumes nothing; it tells the
+    run an agent looked (agent items then stay the agent's for two more tends)."""
+    from worker.workspace import read_journal
+
+    ctx = ready_context(workspace, quiet=as_json)
+
+    async def look() -> CollectView | None:
+        handle = await run_handle(ctx)
+        status = await query_status(handle, ctx)
+        if status.state.phase in TERMINAL_PHASES:
+            return None  # an ended run: the journal on disk is the whole story
+        view = await handle.query(EvalRun.collect_view, since)
+        # A notice, not a command: not `signal_run`, whose liveness check was just made.
+        await handle.signal(EvalRun.collected, CommandNote(by=who("")))
+        return view
+
+    view = asyncio.run(look())
+    events = {e["seq"]: e for e in read_journal(ctx.workspace, since)}
+    if view is not None:
+        for event in view.events:  # held by the workflow, not yet on disk
+            events.setdefault(
+                event.seq,
+                {"seq": event.seq, "at": event.at.isoformat(), "event": event.event, **event.data},
+            )
+    ordered = [events[seq] for seq in sorted(events)]
+    cursor = max([since, *events, view.cursor if view else 0])
+    document = {
+        "ok": True,
+        "cursor": cursor,
+        "phase": view.phase if view else "ended",
+        "decisions": view.decisions if view else [],
+        "classes": view.classes if view else [],
+        "policies": view.policies if view else [],
+        "unattended": view.unattended if view else False,
+        "events": ordered,
+    }
+    emit(as_json, document, lambda: render.print_collect(document))
+
+
+@command
+def signoff(
+    by: Annotated[str, typer.Option("--by", help="Who signs the run off (required).")] = "",
+    publish: Annotated[
+        bool, typer.Option("--publish", help="Also copy the final logs into the log store.")
+    ] = False,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Sign the run off: refused, listing every blocker, until it is clean."""
+    if not by.strip():
+        raise bad_input("signoff needs --by NAME (who signs the run off).")
+    ctx = load_context(workspace)
+    if publish and not ctx.options.log_store:
+        raise bad_input(
+            "--publish needs a log store: set log_store in _steward.yaml or STEWARD_LOG_STORE."
+        )
+    ctx.ensure_services(quiet=as_json)
+    result = asyncio.run(update_run(ctx, EvalRun.signoff, SignoffRequest(by=by, publish=publish)))
+    emit(
+        as_json,
+        {"ok": True, **result.model_dump(mode="json")},
+        lambda: console.print(
+            f"Signed off by {result.by}: {len(result.logs)} log(s) kept, "
+            f"{len(result.archived)} archived"
+            + (f", {len(result.published)} published." if publish else "."),
+            highlight=False,
+        ),
+    )

@@ -1,0 +1,215 @@
+"""`steward launch`: one command, four outcomes. It plans first (cli/launching.py: the resolved
+definition, the log store's answers, the delta against the live run), then either prints the
+plan (--dry-run), rehearses the smoke (--smoke), commits the edit's delta to the live run
+(the `amend` update), or starts a new run (cli/run_start.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from workflows.contracts import RunStatus
+from workflows.delta import AmendRequest, AmendResult, gate
+from workflows.eval_run import EvalRun
+from workflows.options import run_settings
+
+from . import launching, pools, render
+from .context import Context, load_context
+from .launching import LaunchPlan
+from .output import bad_input, command, console, emit
+from .params import ByOpt, DefinitionArg, JsonOpt, NoEnvCheckOpt, WorkspaceOpt, who
+from .run_calls import current_status, update_run
+from .run_start import start_run
+
+
+@command
+def launch(
+    definition: DefinitionArg = None,
+    workspace: WorkspaceOpt = None,
+    by: ByOpt = "",
+    smoke_only: Annotated[
+        bool, typer.Option("--smoke", help="Rehearse: run the smoke and launch nothing.")
+    ] = False,
+    no_smoke: Annotated[bool, typer.Option("--no-smoke", help="Skip the smoke run.")] = False,
+    accept: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept",
+            help="Waive a smoke failure: a check (model, sandbox, task, timeout, definition), "
+            "a task name, or TASK:CHECK. Repeatable.",
+        ),
+    ] = None,
+    accept_archive: Annotated[
+        bool,
+        typer.Option(
+            "--accept-archive",
+            help="Commit a relaunch that moves results to logs-archive/ (removed or superseded).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the delta and the store hits; change nothing."),
+    ] = False,
+    no_timer: Annotated[
+        bool,
+        typer.Option(
+            "--no-timer", help="Launch without the tend timer (tend with `steward tend`)."
+        ),
+    ] = False,
+    no_env_check: NoEnvCheckOpt = False,
+    docker_pools: Annotated[
+        str,
+        typer.Option(
+            "--docker-pools",
+            help="When Docker's address pools are too few for the run: ask (on a terminal; else "
+            "decline), accept (merge the finer pools into daemon.json) or decline (print them).",
+        ),
+    ] = "ask",
+    daemon_json: Annotated[
+        Path | None, typer.Option("--daemon-json", help="The Docker daemon.json to advise on.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Launch the workspace's eval set as a durable run; on a live run, commit the edit's delta.
+
+    Resolves the definition, reuses what the log store answers, smokes the new work (2 samples
+    a task), then starts the run, or changes the live one (only new or changed work runs; moving
+    results to logs-archive/ needs --accept-archive)."""
+    from worker.workspace import default_definition
+
+    ctx = load_context(workspace)
+    definition = definition or default_definition(ctx.workspace)
+    launching.refuse_unsupported(ctx, definition)
+    if not (ctx.workspace / definition).is_file():
+        raise bad_input(
+            f"The definition {ctx.workspace / definition} does not exist; create it or name another file."
+        )
+    if docker_pools not in pools.CHOICES:
+        raise bad_input(
+            f"--docker-pools must be one of {', '.join(pools.CHOICES)}, not {docker_pools!r}."
+        )
+    ctx.ensure_services(quiet=as_json)
+    plan = launching.make_plan(ctx, definition)
+    document = plan.document()
+    if dry_run:
+        emit(as_json, {"ok": True, "dry_run": True, **document}, lambda: _print_dry_run(plan))
+        return
+    if plan.live is not None:
+        refusal = gate(plan.delta, accept_archive)
+        if refusal:
+            if not as_json:
+                launching.print_plan(plan)
+            raise bad_input(refusal)
+    to_run = plan.to_run()
+    if not no_env_check:
+        models = [t.model for t in plan.capture.tasks]
+        document["credentials"] = launching.check_credentials(ctx, models, as_json)
+    if to_run and (smoke_only or (ctx.options.smoke and not no_smoke)):
+        document["smoke"] = launching.smoke(ctx, definition, to_run, accept or [], as_json)
+    if smoke_only:
+        emit(
+            as_json,
+            {"ok": True, **document},
+            lambda: console.print("Rehearsed; nothing was launched.", highlight=False),
+        )
+    elif plan.live is not None:
+        _relaunch(ctx, plan, document, who(by), as_json)
+    else:
+        status = asyncio.run(
+            start_run(
+                ctx,
+                definition,
+                run_settings(ctx.options),
+                who(by),
+                log_dir=plan.log_dir,
+                capture=plan.capture,
+                definition_hash=plan.definition_hash,
+                store_hits=plan.store_hits,
+                timer=not no_timer,
+            )
+        )
+        _report_started(ctx, plan, status, document, docker_pools, daemon_json, as_json)
+
+
+def _relaunch(
+    ctx: Context, plan: LaunchPlan, document: dict[str, Any], by: str, as_json: bool
+) -> None:
+    """Commit the edit's delta to the live run; with nothing to commit, say where it stands."""
+    live = plan.live
+    assert live is not None
+    if not plan.delta.changed and not plan.store_hits:
+        emit(
+            as_json,
+            {"ok": True, **live.model_dump(mode="json"), **document, "amended": None},
+            lambda: render.print_status(live),
+        )
+        return
+    request = AmendRequest(
+        capture=plan.capture,
+        rows=plan.delta.rows,
+        definition_hash=plan.definition_hash,
+        store_hits=plan.store_hits,
+        by=by,
+    )
+    result = asyncio.run(update_run(ctx, EvalRun.amend, request))
+    status = asyncio.run(current_status(ctx))
+    emit(
+        as_json,
+        {"ok": True, **status.model_dump(mode="json"), **document, "amended": result.model_dump()},
+        lambda: _print_amended(plan, result, status),
+    )
+
+
+def _report_started(
+    ctx: Context,
+    plan: LaunchPlan,
+    status: RunStatus,
+    document: dict[str, Any],
+    docker_pools: str,
+    daemon_json: Path | None,
+    as_json: bool,
+) -> None:
+    """The new run's status, then advice on Docker's address pools (which may ask)."""
+    if status.state.phase == "failed":
+        raise bad_input(status.state.error or "the run failed to start")
+    if not as_json:
+        launching.print_plan(plan)
+        render.print_status(status)
+    advice = pools.check_docker_pools(
+        status, ctx.options.samples_ramp, docker_pools, daemon_json, quiet=as_json
+    )
+    if as_json:
+        emit(
+            True,
+            {"ok": True, **status.model_dump(mode="json"), **document, "docker_pools": advice},
+            lambda: None,
+        )
+
+
+def _print_dry_run(plan: LaunchPlan) -> None:
+    if plan.live is None:
+        names = ", ".join(t.name for t in plan.capture.tasks)
+        console.print(
+            f"Would launch a new run of {names} (logs in {plan.log_dir}).", highlight=False
+        )
+    launching.print_plan(plan)
+    console.print("Dry run: nothing was changed.", highlight=False)
+
+
+def _print_amended(plan: LaunchPlan, result: AmendResult, status: RunStatus) -> None:
+    launching.print_plan(plan)
+    parts = [
+        f"{label}: {', '.join(names)}"
+        for label, names in (
+            ("runs", result.added),
+            ("archived", result.archived),
+            ("restored", result.restored),
+            ("from the store", result.reused),
+        )
+        if names
+    ]
+    console.print("Committed. " + ("; ".join(parts) or "Nothing to run."), highlight=False)
+    render.print_status(status)

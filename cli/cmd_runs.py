@@ -1,0 +1,47 @@
+"""`steward runs`: every run the Temporal server knows, not only this workspace's, and taking
+a queued or ended one off the list. The Temporal work is in cli/run_list.py."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from . import render
+from .context import ready_machine
+from .output import command, console, emit
+from .params import ByOpt, JsonOpt, who
+from .run_list import delete_run, list_runs
+
+
+def runs_main(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Every run the Temporal server knows: workspace, state (queued ones with their place in
+    line and why), progress."""
+    if ctx.invoked_subcommand is None:
+        _list(as_json=as_json)
+
+
+@command
+def _list(as_json: bool = False) -> None:
+    rows = asyncio.run(list_runs(ready_machine(quiet=as_json)))
+    emit(as_json, {"ok": True, "runs": rows}, lambda: render.print_runs(rows))
+
+
+@command
+def runs_delete(
+    run: Annotated[
+        str | None,
+        typer.Argument(help="A workflow id or workspace directory (default: this workspace)."),
+    ] = None,
+    by: ByOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove a queued or ended run from the list (a queued one leaves the queue first).
+    The workspace's files and logs stay."""
+    workflow_id = asyncio.run(delete_run(ready_machine(quiet=as_json), run, who(by)))
+    emit(
+        as_json,
+        {"ok": True, "deleted": workflow_id},
+        lambda: console.print(f"Deleted {workflow_id} from the list.", highlight=False),
+    )

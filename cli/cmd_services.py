@@ -1,0 +1,115 @@
+"""The services Steward runs on: the embedded Temporal dev server and the Steward worker, each
+started detached (pid and log in Steward's data dir), stopped, or asked about; the worker also
+in the foreground. A status exits 1 when the service is not running, so scripts can test it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import typer
+
+from worker import embedded
+from worker.connect import Target, target_for
+from workflows.options import StewardOptions
+
+from .context import machine_options
+from .output import FAILED, OK, CommandError, bad_input, command, console, emit, finish
+from .params import JsonOpt
+
+
+def _services_result(as_json: bool, statuses: list) -> None:
+    emit(
+        as_json,
+        {"ok": True, "services": [s.as_dict() for s in statuses]},
+        lambda: [
+            console.print(
+                f"{s.name}: {s.detail} (pid {s.pid or '—'}, log {s.log})", highlight=False
+            )
+            for s in statuses
+        ],
+    )
+
+
+def _start(as_json: bool, start: Callable) -> None:
+    try:
+        _services_result(as_json, [start()])
+    except embedded.ServiceError as err:
+        raise CommandError(str(err)) from err
+
+
+def _status(as_json: bool, status) -> None:
+    _services_result(as_json, [status])
+    if not status.running:
+        finish(FAILED)
+
+
+def _stopped(as_json: bool, stopped: bool) -> None:
+    emit(
+        as_json,
+        {"ok": True, "stopped": stopped},
+        lambda: console.print("Stopped." if stopped else "Not running."),
+    )
+
+
+def _embedded_target() -> tuple[StewardOptions, Target]:
+    options = machine_options()
+    target = target_for(options)
+    if not target.embedded:
+        raise bad_input(
+            f"STEWARD_TEMPORAL_ADDRESS points at {target.address}; the embedded server is not used. "
+            "Unset it to manage the embedded server."
+        )
+    return options, target
+
+
+@command
+def server_start(as_json: JsonOpt = False) -> None:
+    """Start the embedded Temporal dev server (SQLite file and web UI in Steward's data dir)."""
+    options, target = _embedded_target()
+    _start(as_json, lambda: embedded.start_server(target, options.temporal_ui_port))
+
+
+@command
+def server_stop(as_json: JsonOpt = False) -> None:
+    """Stop the embedded Temporal dev server (its SQLite file stays)."""
+    _stopped(as_json, embedded.stop_server())
+
+
+@command
+def server_status(as_json: JsonOpt = False) -> None:
+    """Is the embedded server up? (gRPC health check)"""
+    _, target = _embedded_target()
+    _status(as_json, embedded.server_status(target))
+
+
+def worker_main(ctx: typer.Context) -> None:
+    """Run the Steward worker in the foreground."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from worker.temporal_worker import serve
+
+    try:
+        asyncio.run(serve(target_for(machine_options())))
+    except KeyboardInterrupt:
+        pass
+    finish(OK)
+
+
+@command
+def worker_start(as_json: JsonOpt = False) -> None:
+    """Run the Steward worker detached (pid and log in Steward's data dir)."""
+    target = target_for(machine_options())
+    _start(as_json, lambda: embedded.start_worker(target))
+
+
+@command
+def worker_stop(as_json: JsonOpt = False) -> None:
+    """Stop the detached Steward worker (task workers keep running; the next worker adopts them)."""
+    _stopped(as_json, embedded.stop_worker())
+
+
+@command
+def worker_status(as_json: JsonOpt = False) -> None:
+    """Is the detached Steward worker running?"""
+    _status(as_json, embedded.worker_status())

@@ -1,0 +1,86 @@
+"""Where a command stands before it talks to Temporal: the workspace (its options, the Temporal
+target, the run's workflow id) or, for machine-wide commands, the options alone; and the
+embedded services started when the target needs them.
+
+`ready_context` is the prologue of every command that reaches a workspace's run. The two that
+refuse bad input which only the context can reveal (launch, signoff) load it, check, then call
+`Context.ensure_services`, so a refusal never waits on starting a server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from worker import embedded
+from worker.connect import Target, target_for
+from worker.workspace import (
+    OptionsError,
+    WorkspaceError,
+    find_workspace,
+    load_options,
+    workflow_id_for,
+)
+from workflows.options import StewardOptions
+
+from .output import CommandError, bad_input, console
+
+
+@dataclass
+class Context:
+    workspace: Path
+    options: StewardOptions
+    target: Target
+    workflow_id: str
+
+    def ensure_services(self, quiet: bool) -> None:
+        ensure_services(self.target, self.options, quiet)
+
+
+def load_context(workspace: Path | None) -> Context:
+    try:
+        root = find_workspace(workspace or Path.cwd())
+        options = load_options(root)
+    except (WorkspaceError, OptionsError) as err:
+        raise bad_input(str(err)) from err
+    return Context(root, options, target_for(options), workflow_id_for(root))
+
+
+def ready_context(workspace: Path | None, quiet: bool) -> Context:
+    """The workspace's context, with the services its run lives on running."""
+    ctx = load_context(workspace)
+    ctx.ensure_services(quiet)
+    return ctx
+
+
+def machine_options(start: Path | None = None) -> StewardOptions:
+    """Options outside any particular run: the workspace's if we are in one, else env/.env."""
+    base = (start or Path.cwd()).resolve()
+    try:
+        base = find_workspace(base)
+    except WorkspaceError:
+        pass
+    try:
+        return load_options(base)
+    except OptionsError as err:
+        raise bad_input(str(err)) from err
+
+
+def ready_machine(quiet: bool) -> Target:
+    """The Temporal target of machine-wide commands, its services running."""
+    options = machine_options()
+    target = target_for(options)
+    ensure_services(target, options, quiet)
+    return target
+
+
+def ensure_services(target: Target, options: StewardOptions, quiet: bool) -> None:
+    """Start the embedded server and worker when they are needed and not running."""
+    try:
+        started = embedded.ensure_services(target, options.temporal_ui_port)
+    except embedded.ServiceError as err:
+        raise CommandError(str(err)) from err
+    if started and not quiet:
+        console.print(
+            f"Started {' and '.join(started)}; Temporal web UI: {target.ui_url}", highlight=False
+        )

@@ -1,0 +1,46 @@
+"""The parameters several commands share, spelled once so `--by` or `--json` means the same
+everywhere, and who is acting (name and role) when a command does not say."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (for agents).")]
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option("--workspace", "-w", help="Workspace directory (default: the current one)."),
+]
+DefinitionArg = Annotated[
+    str | None,
+    typer.Argument(help="Definition file (default: evalset.py, else a Flow config.py)."),
+]
+ByOpt = Annotated[str, typer.Option("--by", help="Who is acting (recorded in the journal).")]
+ReasonOpt = Annotated[str, typer.Option("--reason", help="Why (shown in status and the journal).")]
+NoEnvCheckOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-env-check",
+        help="Skip checking that the workers will see the model providers' credentials.",
+    ),
+]
+AgentOpt = Annotated[
+    bool,
+    typer.Option(
+        "--agent",
+        help="Act as an agent (also STEWARD_ROLE=agent): an agent's verdict on an error class "
+        "is a proposal the operator rules on.",
+    ),
+]
+
+
+def who(by: str) -> str:
+    return by or getpass.getuser()
+
+
+def role(agent: bool) -> str:
+    return "agent" if agent or os.environ.get("STEWARD_ROLE", "").lower() == "agent" else "operator"

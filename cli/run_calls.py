@@ -1,0 +1,206 @@
+"""Every call the CLI makes to one workspace's run: find it, read its status, signal it, update
+it. Calls are typed (`EvalRun.pause`, not "pause"): the workflow class is the contract.
+
+A refusal is the user's one sentence and exit code 2 whichever command meets it: no run was
+launched, the run has already ended (before the call, or while it was on its way), or an
+update's validator said no. An update that fails while it runs is a failure (exit 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from worker.connect import ConnectError, Target, connect, run_url
+from workflows.capacity import LedgerView
+from workflows.capacity_ledger import CapacityLedger
+from workflows.contracts import SETTLED_PHASES, TERMINAL_PHASES, RunState, RunStatus
+from workflows.eval_run import EvalRun
+
+from .context import Context
+from .output import CommandError, bad_input, console
+
+if TYPE_CHECKING:
+    from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+    from temporalio.service import RPCError
+
+    RunHandle = WorkflowHandle[EvalRun, RunState]
+
+Result = TypeVar("Result")
+
+
+async def client_for(target: Target) -> Client:
+    try:
+        return await asyncio.wait_for(connect(target), 15)
+    except ConnectError as err:
+        raise bad_input(str(err)) from err
+    except Exception as err:  # the SDK raises RuntimeError for unreachable servers
+        raise CommandError(
+            f"Cannot reach Temporal at {target.address} ({err}); "
+            + (
+                "start it with `steward server start`."
+                if target.embedded
+                else "check STEWARD_TEMPORAL_ADDRESS."
+            )
+        ) from err
+
+
+def eval_run_handle(client: Client, workflow_id: str) -> RunHandle:
+    return client.get_workflow_handle_for(EvalRun.run, workflow_id)
+
+
+async def run_handle(ctx: Context) -> RunHandle:
+    """The workspace's latest run, or a clear error when it never launched."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    handle = eval_run_handle(await client_for(ctx.target), ctx.workflow_id)
+    try:
+        await handle.describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise bad_input(
+                f"No run has been launched from {ctx.workspace}; start one with `steward launch`."
+            ) from err
+        raise
+    return handle
+
+
+async def live_run(ctx: Context) -> RunHandle:
+    """The workspace's run, refused when it has already ended."""
+    handle = await run_handle(ctx)
+    status = await query_status(handle, ctx)
+    if status.state.phase in TERMINAL_PHASES:
+        raise _ended(ctx, f"is already {status.state.phase}")
+    return handle
+
+
+async def signal_run(ctx: Context, signal: Callable[..., Any], payload: Any) -> RunHandle:
+    """Signal the live run (e.g. `EvalRun.pause`); the handle is returned for waiting on it."""
+    from temporalio.service import RPCError
+
+    handle = await live_run(ctx)
+    try:
+        await handle.signal(signal, payload)
+    except RPCError as err:
+        if not _closed(err):
+            raise
+        raise _ended(ctx, "has ended") from err
+    return handle
+
+
+async def update_run(ctx: Context, update: Callable[..., Awaitable[Result]], *args: Any) -> Result:
+    """Run an update on the live run (e.g. `EvalRun.rule`) and return its typed result."""
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.service import RPCError
+
+    handle = await live_run(ctx)
+    try:
+        return await handle.execute_update(update, args=args)
+    except WorkflowUpdateFailedError as err:
+        raise _update_failure(err) from err
+    except RPCError as err:
+        if not _closed(err):
+            raise
+        raise _ended(ctx, "has ended") from err
+
+
+def _ended(ctx: Context, how: str) -> CommandError:
+    return bad_input(f"The run of {ctx.workspace} {how}; launch a new one with `steward launch`.")
+
+
+def _closed(err: RPCError) -> bool:
+    """The run closed between the liveness check and the call (the same refusal)."""
+    from temporalio.service import RPCStatusCode
+
+    return err.status == RPCStatusCode.NOT_FOUND
+
+
+def _update_failure(err: WorkflowUpdateFailedError) -> CommandError:
+    from temporalio.exceptions import ApplicationError
+
+    cause = err.cause
+    if isinstance(cause, ApplicationError):  # the validator (or the handler) refused
+        return bad_input(cause.message)
+    if cause is None:
+        return CommandError(str(err))
+    root = cause
+    while root.__cause__ is not None:  # e.g. an activity's own error under "activity failed"
+        root = root.__cause__
+    return CommandError(str(cause) if root is cause else f"{cause}: {root}")
+
+
+async def query_status(handle: RunHandle, ctx: Context) -> RunStatus:
+    from temporalio.client import WorkflowExecutionStatus
+
+    description = await handle.describe()
+    if description.status == WorkflowExecutionStatus.RUNNING:
+        status = await handle.query(EvalRun.status)
+        cap = status.state.capacity
+        if status.state.phase == "queued" and cap.domain_id:
+            # The place in line moves as runs ahead start: ask the ledger, not the run.
+            view = await ledger_view(await client_for(ctx.target), cap.domain_id)
+            if view is not None and ctx.workflow_id in view.positions:
+                cap.position = view.positions[ctx.workflow_id]
+                cap.reason = view.reasons.get(ctx.workflow_id, cap.reason)
+        return status
+    if description.status == WorkflowExecutionStatus.COMPLETED:
+        state = await handle.result()
+    else:  # terminated, timed out or failed outside Steward's own handling
+        state = RunState(
+            phase="failed", error=f"the workflow ended {description.status.name.lower()}"
+        )
+    return RunStatus(
+        workflow_id=ctx.workflow_id,
+        run_id=description.run_id,
+        workspace=str(ctx.workspace),
+        state=state,
+        tend_interval=ctx.options.tend_interval,
+        web_ui=run_url(ctx.target, ctx.workflow_id),
+    )
+
+
+async def current_status(ctx: Context) -> RunStatus:
+    return await query_status(await run_handle(ctx), ctx)
+
+
+async def live_status(ctx: Context) -> RunStatus | None:
+    """The workspace's run while its workflow is open (queued, running, finished awaiting
+    signoff), else None: a launch then starts a new run."""
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError, RPCStatusCode
+
+    handle = eval_run_handle(await client_for(ctx.target), ctx.workflow_id)
+    try:
+        description = await handle.describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise
+    if description.status != WorkflowExecutionStatus.RUNNING:
+        return None
+    return await query_status(handle, ctx)
+
+
+async def wait_settled(handle: RunHandle, ctx: Context, quiet: bool = False) -> RunStatus:
+    """Poll until the run needs nobody's patience any more (finished, stalled or ended)."""
+    last = None
+    while True:
+        status = await query_status(handle, ctx)
+        state = status.state
+        line = f"{state.phase}: {state.samples_done}/{state.samples_total} samples (tend #{state.tend_count})"
+        if not quiet and line != last:
+            console.print(line, highlight=False)
+            last = line
+        if state.phase in SETTLED_PHASES:
+            return status
+        await asyncio.sleep(1.0)
+
+
+async def ledger_view(client: Client, domain_id: str) -> LedgerView | None:
+    try:
+        return await client.get_workflow_handle_for(CapacityLedger.run, domain_id).query(
+            CapacityLedger.view
+        )
+    except Exception:  # noqa: BLE001 - no ledger (yet): nobody queued there
+        return None
