@@ -16,7 +16,6 @@ from temporalio import activity
 from temporalio.common import WorkflowIDConflictPolicy
 
 from workflows.capacity import (
-    Admission,
     AdmissionCall,
     AdmissionOutcome,
     LedgerInput,
@@ -24,6 +23,7 @@ from workflows.capacity import (
     ProbeRequest,
     domain_id,
 )
+from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.names import Activity
 
@@ -110,13 +110,13 @@ async def request_admission(call: AdmissionCall) -> AdmissionOutcome:
     )
     client = activity.client()
     handle = await client.start_workflow(
-        "CapacityLedger",
+        CapacityLedger.run,
         LedgerInput(domain=domain),
         id=domain,
         task_queue=WORKFLOW_TASK_QUEUE,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
-    admission = await handle.execute_update("admit", admit, result_type=Admission)
+    admission = await handle.execute_update(CapacityLedger.admit, admit)
     event = None
     if reading.backend == "kubernetes" and not admission.granted:
         # Waiting here, as an event, instead of starting pods the quota would reject.
