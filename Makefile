@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench bench-queue bench-ramp clean
+.PHONY: setup demo test test-fast lint bench bench-queue bench-ramp clean
 
 setup: $(STAMP)
 
@@ -27,8 +27,17 @@ demo: setup
 	cd $(DEMO) && ../$(BIN)/steward signoff --by demo
 	@echo "The signed-off workspace is in $(DEMO)/ (status.md, journal.jsonl, logs/)."
 
+# Tiers: unit (policy; activities on real files and fake servers; `make test-fast`, < 1 min),
+# integration (real Inspect processes, no Temporal) and e2e (a real Temporal dev server and
+# Steward worker per pytest process). A tier that collects nothing fails (exit 5). The slow tiers
+# come first and an idle process steals queued tests from the busy one (--dist worksteal).
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n 2
+
 test: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2
+	$(PYTEST) --dist worksteal tests/e2e tests/integration tests/unit
+
+test-fast: setup
+	$(PYTEST) tests/unit
 
 lint: setup
 	$(BIN)/ruff check .

@@ -163,7 +163,9 @@ class FakeDocker:
         self.server.pools = pools
         self.server.containers = list(containers or [])
         self.url = f"unix://{socket_path}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     @property

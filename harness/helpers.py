@@ -67,19 +67,71 @@ class Steward:
     def wait_phase(
         self, cwd: Path, phases: set[str], timeout: float = 360, tend: bool = False
     ) -> dict:
-        """Poll status until the run's phase is one of `phases` (optionally tending each time)."""
+        """Wait until the run's phase is one of `phases` and return its status.
+
+        Each `steward` call is a new Python process (about a CPU-second), so the wait costs few:
+        for settled phases without tending, one `steward status --wait` polls the run in-process;
+        when tending, each round is one `steward tend` (its summary names the phase); otherwise
+        `state` polls. `steward status` is read once the phase is reached, and returned."""
+        from workflows.contracts import SETTLED_PHASES
+
+        if not tend and phases <= SETTLED_PHASES:
+            try:
+                result = self("status", "--wait", "--json", cwd=cwd, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                result = None
+            if result is not None and result.code == 0 and result.json["state"]["phase"] in phases:
+                return result.json
+            raise AssertionError(f"run never reached {phases}: {self._state_text(cwd)}")
         deadline = time.monotonic() + timeout
         while True:
             if tend:
-                self("tend", cwd=cwd)
-            status = self.status(cwd)
-            if status["state"]["phase"] in phases:
-                return status
+                summary = self("tend", "--json", cwd=cwd)
+                reached = summary.code != 0 or summary.json["phase"] in phases
+            else:
+                reached = self.state(cwd)["phase"] in phases
+            if reached:
+                status = self.status(cwd)
+                if status["state"]["phase"] in phases:
+                    return status
             if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"run never reached {phases}: {json.dumps(status['state'], indent=1)[:3000]}"
-                )
+                raise AssertionError(f"run never reached {phases}: {self._state_text(cwd)}")
             time.sleep(0.5)
+
+    def _state_text(self, cwd: Path) -> str:
+        result = self("status", "--json", cwd=cwd)
+        if result.code != 0:
+            return result.stdout + result.stderr
+        return json.dumps(result.json["state"], indent=1)[:3000]
+
+    def state(self, cwd: Path) -> dict:
+        """The run's state, as `steward status --json` holds it under "state", read in this
+        process with one Temporal query. For polling: a CLI process per look costs about a
+        CPU-second, taken from the run being watched. Commands, and what a test says about
+        `steward status` itself, go through the CLI."""
+        import asyncio
+
+        from temporalio.client import Client
+        from temporalio.contrib.pydantic import pydantic_data_converter
+
+        from activities.workspace import find_workspace, workflow_id_for
+        from workflows.eval_run import EvalRun
+
+        workflow_id = workflow_id_for(find_workspace(Path(cwd).resolve()))
+
+        async def ask() -> Any:
+            client = await Client.connect(
+                f"127.0.0.1:{self.env['STEWARD_TEMPORAL_PORT']}",
+                data_converter=pydantic_data_converter,
+            )
+            handle = client.get_workflow_handle_for(EvalRun.run, workflow_id)
+            return await handle.query(EvalRun.status)
+
+        return asyncio.run(ask()).state.model_dump(mode="json")
+
+    def task(self, cwd: Path, name: str) -> dict:
+        """One task's state, by task name (read as `state` reads it)."""
+        return next(t for t in self.state(cwd)["tasks"] if t["spec"]["name"] == name)
 
     def data_dir(self) -> Path:
         return Path(self.env["STEWARD_DATA_DIR"])
@@ -138,6 +190,7 @@ def write_definition(
     tasks: dict[str, int],
     *,
     crash: set[str] = frozenset(),
+    markers: dict[str, str] | None = None,
     sandbox: dict[str, str] | None = None,
     epochs: int = 1,
     model: str = "steward/offline",
@@ -146,11 +199,12 @@ def write_definition(
 ) -> Path:
     """A definition of `tasks` (name -> sample count) on `model` (the offline one by default).
     Tasks in `crash` carry the CRASH marker in every input (with STEWARD_OFFLINE_CRASH=CRASH they
-    kill their worker); `sandbox` gives tasks a sandbox type; `eval_set_args` is appended to the
-    eval_set() call (e.g. ", max_samples=8")."""
+    kill their worker); `markers` appends other text to a task's inputs and targets (e.g. " BOOM"
+    for STEWARD_OFFLINE_FAIL=BOOM); `sandbox` gives tasks a sandbox type; `eval_set_args` is
+    appended to the eval_set() call (e.g. ", max_samples=8")."""
     body = DEFINITION_HEAD
     for task_name, count in tasks.items():
-        marker = " CRASH" if task_name in crash else ""
+        marker = " CRASH" if task_name in crash else (markers or {}).get(task_name, "")
         kind = (sandbox or {}).get(task_name)
         extra = f", sandbox={kind!r}" if kind else ""
         body += TASK_TEMPLATE.format(name=task_name, samples=count, marker=marker, extra=extra)
@@ -260,3 +314,14 @@ def history_plaintext(history: Any) -> str:
     raw = history.to_json()
     walk(json.loads(raw))
     return raw + "\n" + "\n".join(decoded)
+
+
+def read_journal(workspace: Path) -> list[dict]:
+    """The events the run has written to the workspace's journal.jsonl, in order (events it
+    still holds until its next write are in `steward collect`)."""
+    return [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+
+
+def tasks_by_name(status: dict) -> dict[str, dict]:
+    """A `steward status --json` answer's task states by task name."""
+    return {t["spec"]["name"]: t for t in status["state"]["tasks"]}

@@ -43,13 +43,14 @@ def _ledger(steward: Steward, domain_id: str) -> dict:
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from workflows.capacity import LedgerView
+    from workflows.capacity_ledger import CapacityLedger
 
     async def go() -> LedgerView:
         client = await Client.connect(
             f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}",
             data_converter=pydantic_data_converter,
         )
-        return await client.get_workflow_handle(domain_id).query("view", result_type=LedgerView)
+        return await client.get_workflow_handle(domain_id).query(CapacityLedger.view)
 
     return asyncio.run(go()).model_dump(mode="json")
 
@@ -90,6 +91,9 @@ def test_three_runs_queue_pump_and_cancel(steward, workspace_root):
         behind["workflow_id"],
     ]
     assert not list((second / "logs").glob("*.eval"))  # nothing spawned while queued
+    # The run's validator refuses a tend while queued: a refusal, exit 2 like any other.
+    tend_refused = steward("tend", cwd=second)
+    assert tend_refused.code == 2 and "queued for capacity" in tend_refused.stderr
 
     # The queue is durable: kill -9 the Temporal server (SQLite file as it was) and the
     # Steward worker; once they are back the same queue stands and the pump still works.
@@ -115,7 +119,7 @@ def test_three_runs_queue_pump_and_cancel(steward, workspace_root):
         datetime.fromisoformat(admitted["at"]) - datetime.fromisoformat(released["at"])
     ).total_seconds()
     print(f"pump latency (release -> admitted): {latency:.3f} s")
-    assert wait_for(lambda: steward.status(second)["state"]["workers"], what="the spawn")
+    assert wait_for(lambda: steward.state(second)["workers"], what="the spawn")
     assert steward.status(third)["state"]["capacity"]["position"] == 1
 
     # Cancel the third while queued: out of the queue, never spawned.

@@ -8,7 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from harness.helpers import make_workspace, wait_for
+from harness.helpers import make_workspace, read_journal, wait_for
 from harness.receiver import Receiver
 
 APPROVAL_DEFINITION = """from inspect_ai import Task, eval_set, task
@@ -59,17 +59,15 @@ eval_set(tasks=[gated()], model="steward/offline")
 """
 
 
-def _journal(workspace: Path) -> list[dict]:
-    return [json.loads(x) for x in (workspace / "journal.jsonl").read_text().splitlines()]
-
-
 def _tend_directly(steward, workflow_id: str) -> None:
     from temporalio.client import Client, WorkflowUpdateFailedError
+
+    from workflows.eval_run import EvalRun
 
     async def go() -> None:
         client = await Client.connect(f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}")
         try:
-            await client.get_workflow_handle(workflow_id).execute_update("tend")
+            await client.get_workflow_handle(workflow_id).execute_update(EvalRun.tend)
         except WorkflowUpdateFailedError as err:
             raise AssertionError(f"tend refused: {err.cause}") from err
 
@@ -130,7 +128,7 @@ def test_stalled_task_retried_then_given_up(steward, workspace_root):
     steward.ok("rule", first["id"], "retry", "--by", "norah", cwd=workspace)
     second = _open_decision(steward, workspace, "stalled_task")
     assert second["id"] != first["id"]  # died again after the retry: asked again
-    doomed = next(t for t in steward.status(workspace)["state"]["tasks"] if t["spec"]["name"] == "doomed")  # fmt: skip
+    doomed = steward.task(workspace, "doomed")
     assert doomed["attempts"] == 2
 
     steward.ok("rule", second["id"], "give_up", "--by", "norah", cwd=workspace)
@@ -192,12 +190,14 @@ def test_heartbeat_undelivered_retried_tend_problem_once_and_routing(steward, wo
 
         def heartbeat_kept() -> bool:
             steward("tend", cwd=workspace)
-            return any(e["event"] == "notification not delivered" for e in _journal(workspace))
+            return any(e["event"] == "notification not delivered" for e in read_journal(workspace))
 
         wait_for(heartbeat_kept, timeout=60, interval=1.0, what="an undelivered heartbeat")
         steward.ok("tend", cwd=workspace)
         assert receiver.messages == []
-        undelivered = [e for e in _journal(workspace) if e["event"] == "notification not delivered"]
+        undelivered = [
+            e for e in read_journal(workspace) if e["event"] == "notification not delivered"
+        ]
         assert len(undelivered) == 1  # journalled once, not every tend it keeps failing
         receiver.refuse = False
         steward.ok("tend", cwd=workspace)
@@ -222,7 +222,7 @@ def test_heartbeat_undelivered_retried_tend_problem_once_and_routing(steward, wo
             return "routed to you" in receiver.text()
 
         wait_for(routed, timeout=90, interval=1.0, what="the agent's item routed")
-        events = [e["event"] for e in _journal(workspace)]
+        events = [e["event"] for e in read_journal(workspace)]
         assert "routed to operator" in events
         steward.ok("cancel", "--reason", "test done", cwd=workspace)
         wait_for(lambda: "Cancelled by" in receiver.text(), what="the cancel notification")
@@ -247,7 +247,8 @@ def test_stuck_sample_becomes_a_decision_and_is_cancelled(steward, workspace_roo
     def cancelled():
         steward("tend", cwd=workspace)
         return any(
-            e["event"] == "ruling applied" and e["verdict"] == "cancel" for e in _journal(workspace)
+            e["event"] == "ruling applied" and e["verdict"] == "cancel"
+            for e in read_journal(workspace)
         )
 
     wait_for(cancelled, timeout=60, interval=1.0, what="the stuck sample cancelled")

@@ -4,11 +4,10 @@ refused, Apprise notifications over loopback, and signoff refused then accepted.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-from harness.helpers import fetch_history, replay, wait_for
+from harness.helpers import fetch_history, read_journal, replay, wait_for
 from harness.receiver import Receiver
 
 DEFINITION = """from inspect_ai import Task, eval_set, task
@@ -191,7 +190,7 @@ def test_two_error_classes_proposed_ruled_applied_and_signed_off(steward, worksp
         final = steward.status(workspace)
         assert final["state"]["phase"] == "signed_off"
         assert "Signed off" in (workspace / "status.md").read_text()
-        journal = [json.loads(x) for x in (workspace / "journal.jsonl").read_text().splitlines()]
+        journal = read_journal(workspace)
         assert journal[-1]["event"] in ("signed off", "notified")
 
         # Apprise delivered to the loopback receiver: decisions, finished, signed off.

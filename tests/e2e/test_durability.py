@@ -8,13 +8,19 @@ import signal
 
 from inspect_ai.log import read_eval_log_sample_summaries
 
-from harness.helpers import assert_each_sample_once, make_workspace, pid_alive, wait_for
+from harness.helpers import (
+    assert_each_sample_once,
+    make_workspace,
+    pid_alive,
+    tasks_by_name,
+    wait_for,
+)
 
 SLOW = "STEWARD_OFFLINE_DELAY=0.6\n"
 
 
 def _progress(steward, workspace) -> int:
-    return steward.status(workspace)["state"]["samples_done"]
+    return steward.state(workspace)["samples_done"]
 
 
 def test_kill_steward_worker_mid_run(steward, workspace_root):
@@ -47,15 +53,13 @@ def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
         steward,
         workspace_root,
         {"victim": 60, "bystander": 8},
-        options="samples_ramp: [2, 2]\ntend_interval: 1h\n",
+        options="samples_ramp: [4, 4]\ntend_interval: 1h\n",
         dotenv=SLOW,
     )
     steward.ok("launch", cwd=workspace)
 
     def victim():
-        return next(
-            t for t in steward.status(workspace)["state"]["tasks"] if t["spec"]["name"] == "victim"
-        )
+        return steward.task(workspace, "victim")
 
     # Wait until the log holds flushed samples (Inspect flushes every 10), so resume has work to reuse.
     wait_for(
@@ -119,7 +123,7 @@ def test_task_that_crashes_every_time_is_reported_stalled(steward, workspace_roo
     )
     steward.ok("launch", cwd=workspace)
     status = steward.wait_phase(workspace, {"stalled"}, tend=True)
-    tasks = {t["spec"]["name"]: t for t in status["state"]["tasks"]}
+    tasks = tasks_by_name(status)
     assert tasks["healthy"]["phase"] == "complete"
     assert tasks["doomed"]["phase"] == "stalled"
     assert tasks["doomed"]["attempts"] == 2  # the first spawn and stall_after=1 respawn

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from harness.helpers import Steward, read_logs
+from harness.helpers import Steward, read_logs, tasks_by_name
 from worker.flow_config import is_flow_config
 
 CONFIG = """from inspect_flow import FlowOptions, FlowSpec, FlowTask
@@ -32,10 +32,6 @@ def _flow_workspace(steward: Steward, directory: Path, options: str) -> Path:
     with open(directory / "_steward.yaml", "a") as handle:
         handle.write("\ntend_interval: 2s\nmax_workers: 1\n" + options)
     return directory
-
-
-def _tasks(status: dict) -> dict[str, dict]:
-    return {t["spec"]["name"]: t for t in status["state"]["tasks"]}
 
 
 def test_detection_tells_flow_configs_from_eval_set_scripts(tmp_path):
@@ -91,7 +87,7 @@ def test_a_flow_config_runs_and_its_published_logs_are_reused_from_a_flow_store(
     shutil.copy(first / "config.py", second / "config.py")
     launched = steward.ok("launch", cwd=second)
     assert sorted(launched["store_hits"]) == [CODES, WORDS]
-    done = _tasks(steward.wait_phase(second, {"finished"}, tend=True))
+    done = tasks_by_name(steward.wait_phase(second, {"finished"}, tend=True))
     assert {name: t["attempts"] for name, t in done.items()} == {WORDS: 0, CODES: 0}
     assert sorted(steward.status(second)["state"]["reused"]) == [CODES, WORDS]
 

@@ -3,24 +3,14 @@ narrowed range, applies setpoints to running workers, and leaves a pinned max_sa
 
 from __future__ import annotations
 
-import json
-
 from inspect_ai.log import read_eval_log
 
-from harness.helpers import make_workspace, wait_for
-
-
-def _task(steward, workspace, name="wide"):
-    return next(t for t in steward.status(workspace)["state"]["tasks"] if t["spec"]["name"] == name)
-
-
-def _journal(workspace) -> list[dict]:
-    return [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+from harness.helpers import make_workspace, read_journal, wait_for
 
 
 def _tend_until(steward, workspace, predicate, what: str):
     return wait_for(
-        lambda: steward.ok("tend", cwd=workspace) and predicate(_task(steward, workspace)),
+        lambda: steward.ok("tend", cwd=workspace) and predicate(steward.task(workspace, "wide")),
         timeout=120,
         interval=0.5,
         what=what,
@@ -46,7 +36,7 @@ def test_ramp_climbs_holds_narrows_and_applies_live(steward, workspace_root):
     assert steward.status(workspace)["state"]["ramp_hold_reason"] == "provider looks unhappy"
     for _ in range(4):
         steward.ok("tend", cwd=workspace)
-    task = _task(steward, workspace)
+    task = steward.task(workspace, "wide")
     assert task["max_samples"] == 42
     # ...and the setpoint reached the running worker without a restart.
     assert task["ramp_baseline"]["setpoint"] == 42 and task["attempts"] == 1
@@ -58,8 +48,8 @@ def test_ramp_climbs_holds_narrows_and_applies_live(steward, workspace_root):
         handle.write("samples_ramp: [2, 30]\n")
     summary = steward.ok("tend", cwd=workspace)
     assert summary["phase"] == "running"
-    assert _task(steward, workspace)["max_samples"] == 30
-    events = [e["event"] for e in _journal(workspace)]
+    assert steward.task(workspace, "wide")["max_samples"] == 30
+    events = [e["event"] for e in read_journal(workspace)]
     for event in ("ramp up", "ramp hold", "ramp resumed", "ramp range changed", "ramp narrow"):
         assert event in events, event
     assert "max_samples | attempts" in (workspace / "status.md").read_text()
@@ -95,7 +85,7 @@ def test_explicit_max_samples_is_honoured_and_never_ramps(steward, workspace_roo
     )
     for _ in range(5):
         steward.ok("tend", cwd=workspace)
-    task = _task(steward, workspace)
+    task = steward.task(workspace, "wide")
     assert task["max_samples"] == 5 and task["progress"]["in_flight"] <= 5
-    assert not [e for e in _journal(workspace) if e["event"].startswith("ramp")]
+    assert not [e for e in read_journal(workspace) if e["event"].startswith("ramp")]
     steward.ok("cancel", cwd=workspace)

@@ -4,18 +4,13 @@ without cancelling a sample."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import httpx
 
-from harness.helpers import make_workspace, wait_for
+from harness.helpers import make_workspace, read_journal, wait_for
 
 SIM_MODEL = "openai-api/sim/echo"
-
-
-def _task(steward, workspace):
-    return steward.status(workspace)["state"]["tasks"][0]
 
 
 def test_ramp_climbs_with_headroom_and_backs_off_when_the_provider_pushes_back(
@@ -33,7 +28,9 @@ def test_ramp_climbs_with_headroom_and_backs_off_when_the_provider_pushes_back(
 
     def tend_until(predicate, what):
         return wait_for(
-            lambda: steward.ok("tend", cwd=workspace) and predicate(_task(steward, workspace)),
+            lambda: (
+                steward.ok("tend", cwd=workspace) and predicate(steward.task(workspace, "chat"))
+            ),
             timeout=120,
             interval=1.0,
             what=what,
@@ -45,8 +42,8 @@ def test_ramp_climbs_with_headroom_and_backs_off_when_the_provider_pushes_back(
     # The provider's capacity drops: 429s with Retry-After past 20 in flight.
     httpx.post(f"{simulator}/admin/config", json={"concurrency": 20})
     tend_until(lambda t: t["max_samples"] < 70, "the ramp to back off")
-    assert _task(steward, workspace)["pushback_streak"] >= 2
-    journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+    assert steward.task(workspace, "chat")["pushback_streak"] >= 2
+    journal = read_journal(workspace)
     cuts = [e for e in journal if e["event"] == "ramp cut"]
     assert cuts and cuts[0]["previous"] == 70 and cuts[0]["setpoint"] == 50
     assert cuts[0]["connections"] is not None  # clamped to where Inspect's controller fell
@@ -54,7 +51,7 @@ def test_ramp_climbs_with_headroom_and_backs_off_when_the_provider_pushes_back(
 
     time.sleep(2)
     steward.ok("tend", cwd=workspace)
-    task = _task(steward, workspace)
+    task = steward.task(workspace, "chat")
     assert task["progress"]["cancelled"] == 0 and task["progress"]["errored"] == 0
     assert task["attempts"] == 1
     steward.ok("cancel", cwd=workspace)
@@ -74,7 +71,7 @@ def test_explicit_max_samples_never_ramps_against_the_simulator(steward, workspa
     for _ in range(6):
         steward.ok("tend", cwd=workspace)
         time.sleep(0.5)
-    task = _task(steward, workspace)
+    task = steward.task(workspace, "chat")
     assert task["pinned"] and task["max_samples"] == 8
     assert task["ramp_baseline"]["setpoint"] == 8 and task["progress"]["in_flight"] <= 8
     assert httpx.get(f"{simulator}/admin/stats").json()["peak_in_flight"] <= 8

@@ -14,6 +14,7 @@ from harness.helpers import (
     fetch_history,
     make_workspace,
     replay,
+    tasks_by_name,
     wait_for,
 )
 
@@ -47,10 +48,6 @@ def _samples(log: str) -> dict[tuple, str]:
     return {(s.id, s.epoch): s.uuid for s in read_eval_log(log).samples or []}
 
 
-def _tasks(status: dict) -> dict[str, dict]:
-    return {t["spec"]["name"]: t for t in status["state"]["tasks"]}
-
-
 V1 = {"alpha": ("Be brief.", 1), "beta": ("Be brief.", 1), "gamma": ("Be brief.", 1)}
 V2 = {"alpha": ("Be brief.", 2), "beta": ("Be very brief.", 1), "delta": ("Be brief.", 1)}
 
@@ -62,14 +59,14 @@ def test_relaunch_commits_the_delta_gates_archiving_and_restores(steward: Stewar
     )
     _definition(workspace, V1)
     steward.ok("launch", cwd=workspace)
-    first = _tasks(steward.wait_phase(workspace, {"finished"}, tend=True))
+    first = tasks_by_name(steward.wait_phase(workspace, {"finished"}, tend=True))
     before = {name: _samples(t["log"]) for name, t in first.items()}
     workers_before = steward.status(workspace)["state"]["worker_counter"]
 
     # An edit not launched is drift, reported with what a launch would change.
     _definition(workspace, V2)
     drift = wait_for(
-        lambda: steward.ok("tend", cwd=workspace) and steward.status(workspace)["state"]["drift"],
+        lambda: steward.ok("tend", cwd=workspace) and steward.state(workspace)["drift"],
         timeout=120,
         what="drift",
     )
@@ -97,7 +94,7 @@ def test_relaunch_commits_the_delta_gates_archiving_and_restores(steward: Stewar
         Path(first["gamma"]["log"]).name,
     }
     assert all((archive / Path(p).name).is_file() for p in amended["amended"]["archived"])
-    second = _tasks(steward.wait_phase(workspace, {"finished"}, tend=True))
+    second = tasks_by_name(steward.wait_phase(workspace, {"finished"}, tend=True))
     assert set(second) == {"alpha", "beta", "delta"}
     alpha = _samples(second["alpha"]["log"])
     assert len(alpha) == 8  # 4 samples x 2 epochs
@@ -116,7 +113,7 @@ def test_relaunch_commits_the_delta_gates_archiving_and_restores(steward: Stewar
     reverted = steward.ok("launch", "--accept-archive", cwd=workspace)
     assert sorted(reverted["amended"]["restored"]) == ["beta", "gamma"]
     assert reverted["amended"]["added"] == []
-    third = _tasks(steward.wait_phase(workspace, {"finished"}, tend=True))
+    third = tasks_by_name(steward.wait_phase(workspace, {"finished"}, tend=True))
     assert steward.status(workspace)["state"]["worker_counter"] == workers
     assert _samples(third["gamma"]["log"]) == before["gamma"]
     assert _samples(third["beta"]["log"]) == before["beta"]
@@ -150,7 +147,7 @@ def test_a_second_workspace_reuses_published_results(steward: Steward, workspace
     assert dry["store_hits"] == ["shared"]
     launched = steward.ok("launch", cwd=second)
     assert launched["store_hits"] == ["shared"]
-    done = _tasks(steward.wait_phase(second, {"finished"}, tend=True))
+    done = tasks_by_name(steward.wait_phase(second, {"finished"}, tend=True))
     assert done["shared"]["attempts"] == 0  # never spawned: the store answered it
     assert done["theirs"]["attempts"] == 1
     shared_log = done["shared"]["log"]

@@ -1,27 +1,10 @@
-"""Determinism: EvalRun replays recorded histories without a non-determinism error.
-
-`tests/histories/*.json` are histories recorded from real runs (regenerate one with
-STEWARD_RECORD_HISTORY=1 pytest tests/e2e/test_replay.py): a change to the workflow that would
-break runs already in flight fails here first.
-"""
+"""Determinism: a fresh run's history, with commands, replays against today's EvalRun; with
+STEWARD_RECORD_HISTORY=1 it is kept in tests/histories, which tests/unit/test_replay_histories.py
+replays without a server."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from temporalio.client import WorkflowHistory
-
-from harness.helpers import HISTORIES, fetch_history, make_workspace, replay
-
-
-@pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
-def test_recorded_history_replays(path: Path):
-    replay(WorkflowHistory.from_json(path.stem, path.read_text()))
-
-
-def test_recorded_histories_exist():
-    assert list(HISTORIES.glob("*.json")), "record one with STEWARD_RECORD_HISTORY=1"
+from harness.helpers import fetch_history, make_workspace, replay
 
 
 def test_fresh_history_with_commands_replays(steward, workspace_root):

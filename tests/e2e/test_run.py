@@ -7,7 +7,15 @@ import json
 import os
 import signal
 
-from harness.helpers import assert_each_sample_once, make_workspace, pid_alive, read_logs, wait_for
+from harness.helpers import (
+    assert_each_sample_once,
+    make_workspace,
+    pid_alive,
+    read_journal,
+    read_logs,
+    tasks_by_name,
+    wait_for,
+)
 
 
 def test_init_launch_finished_three_tasks(steward, workspace_root):
@@ -31,7 +39,7 @@ def test_init_launch_finished_three_tasks(steward, workspace_root):
     }
 
     assert (workspace / "status.md").read_text().startswith("# Run status: finished")
-    journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+    journal = read_journal(workspace)
     assert [e["seq"] for e in journal] == list(range(1, len(journal) + 1))
     events = [e["event"] for e in journal]
     assert events[0] == "launched" and "finished" in events
@@ -65,17 +73,14 @@ def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):
     os.kill(workers[second_id]["pid"], signal.SIGKILL)
     summary = steward.ok("tend", cwd=workspace)
     assert summary["paused"] is True and summary["spawned"] == []
-    tasks = {t["spec"]["name"]: t for t in steward.status(workspace)["state"]["tasks"]}
+    tasks = tasks_by_name(steward.status(workspace))
     assert tasks["second"]["phase"] == "pending" and tasks["second"]["attempts"] == 1
     assert "Paused" in (workspace / "status.md").read_text()
     # ...while the running worker finishes its task.
     wait_for(
         lambda: (
             steward.ok("tend", cwd=workspace)["completed"] == ["first"]
-            or {t["spec"]["name"]: t["phase"] for t in steward.status(workspace)["state"]["tasks"]}[
-                "first"
-            ]
-            == "complete"
+            or steward.task(workspace, "first")["phase"] == "complete"
         ),
         timeout=120,
         interval=1,
@@ -86,12 +91,7 @@ def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):
     # Resuming wakes the run: it respawns the task at once, without waiting for a timer.
     steward.ok("resume", cwd=workspace)
     wait_for(
-        lambda: (
-            {t["spec"]["name"]: t["attempts"] for t in steward.status(workspace)["state"]["tasks"]}[
-                "second"
-            ]
-            == 2
-        ),
+        lambda: steward.task(workspace, "second")["attempts"] == 2,
         what="the second task to be respawned after resume",
     )
     status = steward.wait_phase(workspace, {"finished"}, tend=True)
@@ -117,11 +117,11 @@ def test_cancel_ends_cancelled_and_leaves_no_live_process(steward, workspace_roo
         dotenv="STEWARD_OFFLINE_DELAY=2\n",
     )
     steward.ok("launch", cwd=workspace)
-    status = wait_for(
-        lambda: (s := steward.status(workspace)) and len(s["state"]["workers"]) == 2 and s,
+    state = wait_for(
+        lambda: (s := steward.state(workspace)) and len(s["workers"]) == 2 and s,
         what="two workers",
     )
-    pids = [w["pid"] for w in status["state"]["workers"].values()]
+    pids = [w["pid"] for w in state["workers"].values()]
     assert all(pid_alive(pid) for pid in pids)
 
     cancelled = steward.ok("cancel", "--reason", "wrong model", cwd=workspace)
@@ -135,7 +135,7 @@ def test_cancel_ends_cancelled_and_leaves_no_live_process(steward, workspace_roo
     assert runs[again["workflow_id"]]["state"] == "cancelled"
     # A cancelled run takes no more commands, with one clear sentence.
     refused = steward("tend", cwd=workspace)
-    assert refused.code == 1 and "already cancelled" in refused.stderr
+    assert refused.code == 2 and "already cancelled" in refused.stderr
 
 
 def test_max_workers_packs_tasks_into_fewer_processes(steward, workspace_root):
@@ -186,5 +186,5 @@ def test_cancel_through_temporal_stops_workers_too(steward, workspace_root):
     status = steward.wait_phase(workspace, {"cancelled"})
     assert status["state"]["cancel_reason"] == "cancelled through Temporal"
     assert not pid_alive(pid)
-    journal = [json.loads(line) for line in (workspace / "journal.jsonl").read_text().splitlines()]
+    journal = read_journal(workspace)
     assert journal[0]["by"] == "norah" and journal[-1]["event"] == "cancelled"

@@ -28,9 +28,7 @@ def test_sandboxed_tasks_share_the_budget_and_the_ramp_respects_it(steward, work
 
     def setpoints():
         steward.ok("tend", cwd=workspace)
-        return {
-            t["spec"]["name"]: t["max_samples"] for t in steward.status(workspace)["state"]["tasks"]
-        }
+        return {t["spec"]["name"]: t["max_samples"] for t in steward.state(workspace)["tasks"]}
 
     def clamps() -> list[dict]:
         lines = (workspace / "journal.jsonl").read_text().splitlines()

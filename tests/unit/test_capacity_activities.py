@@ -4,20 +4,11 @@ Kubernetes quota shortfalls are structured events."""
 
 from __future__ import annotations
 
-import pytest
-
 from activities.capacity import probe
 from activities.probe_kubernetes import quota_event
-from harness.fake_docker import FakeContainer, FakeDocker
+from harness.fake_docker import FakeContainer
 from harness.fake_kubernetes import FakeKubernetes, write_kubeconfig
 from workflows.capacity import GI, ProbeRequest
-
-
-@pytest.fixture
-def daemon(tmp_path):
-    fake = FakeDocker(tmp_path / "docker.sock")
-    yield fake
-    fake.close()
 
 
 def _inspect_sandbox(name: str) -> FakeContainer:

@@ -144,3 +144,18 @@ def test_paused_or_ended_runs_spawn_nothing():
     assert policy.plan_spawns(state, RunSettings()) == []
     state.paused, state.phase = False, "cancelling"
     assert policy.plan_spawns(state, RunSettings()) == []
+
+
+def test_max_tasks_policy_keeps_definition_order():
+    from workflows.contracts import TaskState
+
+    tasks = [TaskState(spec=TaskSpec(name=n, model="m", identifier=n, samples=1)) for n in "abcd"]
+    state = RunState(phase="running", tasks=tasks, max_tasks=2)
+    assert [[t.spec.name for t in g] for g in policy.plan_spawns(state, RunSettings())] == [
+        ["a"],
+        ["b"],
+    ]
+    tasks[0].phase = "running"
+    assert [[t.spec.name for t in g] for g in policy.plan_spawns(state, RunSettings())] == [["b"]]
+    state.max_tasks = None
+    assert len(policy.plan_spawns(state, RunSettings())) == 3  # unset: all at once

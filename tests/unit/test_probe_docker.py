@@ -6,14 +6,7 @@ from __future__ import annotations
 import pytest
 
 from activities.probe_docker import docker_reading, reap_sandboxes
-from harness.fake_docker import FakeContainer, FakeDocker
-
-
-@pytest.fixture
-def daemon(tmp_path):
-    fake = FakeDocker(tmp_path / "docker.sock")
-    yield fake
-    fake.close()
+from harness.fake_docker import FakeContainer
 
 
 def sandbox(name: str, project: str, state: str = "running", where: str = "/tasks/swe"):

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 
 from activities.sandbox_size import (
@@ -14,30 +11,9 @@ from activities.sandbox_size import (
     parse_k8s_quantity,
     sandbox_size,
 )
-from harness.helpers import DEFINITION_HEAD
+from harness.sandboxes import TWO_SERVICES
+from harness.sandboxes import write_dedented as _write
 from workflows.capacity import GI, SandboxSize
-
-
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-TWO_SERVICES = """\
-    services:
-      default:
-        image: python:3.12
-        deploy:
-          resources:
-            reservations: {cpus: "1.5", memory: 2g}
-            limits: {cpus: "3", memory: 4g}
-      victim:
-        image: nginx
-        deploy:
-          resources:
-            reservations: {cpus: 0.25, memory: 512m}
-    """
 
 
 def test_compose_two_services_sized_by_their_reservations(tmp_path):
@@ -228,50 +204,6 @@ def test_no_sandbox_is_none(tmp_path):
 def test_inline_compose_config():
     size = sandbox_size("docker", {"services": {"a": {"image": "x", "cpus": "2"}}}, None)
     assert size == SandboxSize(cpu=2.0, source="inline compose config")
-
-
-CAPTURED_TASKS = """
-@task
-def boxed():
-    return Task(dataset=samples("boxed", 3), solver=generate(), scorer=match(),
-                sandbox=("docker", "compose.yaml"))
-
-
-@task
-def per_sample():
-    return Task(
-        dataset=[Sample(input="x", target="x", sandbox=("docker", "env/compose.yaml"))],
-        solver=generate(), scorer=match(),
-    )
-
-
-@task
-def bare():
-    return Task(dataset=samples("bare", 2), solver=generate(), scorer=match())
-
-
-eval_set(tasks=[boxed(), per_sample(), bare()], model="steward/offline", log_dir="logs")
-"""
-
-
-def test_capture_sizes_each_tasks_sandbox(tmp_path):
-    """The real capture (no Docker is started): the runner records each task's sandbox spec
-    and capture sizes it from the compose file beside the definition."""
-    from activities.capture import capture_definition_sync
-
-    _write(tmp_path / "compose.yaml", TWO_SERVICES)
-    _write(tmp_path / "env" / "compose.yaml", "services:\n  default: {image: x, cpus: 2}\n")
-    (tmp_path / "evalset.py").write_text(DEFINITION_HEAD + CAPTURED_TASKS)
-
-    capture = capture_definition_sync(str(tmp_path), "evalset.py")
-
-    tasks = {t.name: t for t in capture.tasks}
-    assert tasks["boxed"].sandbox == "docker"
-    assert tasks["boxed"].sandbox_size.sandboxes == 2
-    assert tasks["boxed"].sandbox_size.source == str((tmp_path / "compose.yaml").resolve())
-    assert tasks["per_sample"].sandbox == "docker"
-    assert tasks["per_sample"].sandbox_size.cpu == 2.0
-    assert tasks["bare"].sandbox is None and tasks["bare"].sandbox_size is None
 
 
 def test_runner_records_string_tuple_spec_and_inline_configs(tmp_path):

@@ -1,86 +1,23 @@
-"""The scoring-integrity scan: real Inspect logs from the offline model, scanned by inspect_scout.
+"""The scoring-integrity scan: real Inspect logs from the offline model, scanned by inspect_scout
+in this process (the activity's child process is in tests/integration/test_scan_activity.py).
 
 The offline model judges a scanner prompt by `STEWARD_OFFLINE_FLAG` (a regex over the transcript
 in the prompt), so which sample is flagged is chosen by each test, not baked into the model.
+The log (fixture `eval_log`) and the scanners are in harness/scanning.py.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
-from temporalio.exceptions import ApplicationError
 
-from activities.scan import (
-    SCORING_INTEGRITY,
-    ScanFailed,
-    scan_transcripts,
-    scan_transcripts_activity,
-)
+from activities.scan import SCORING_INTEGRITY, ScanFailed, scan_transcripts
+from harness.scanning import EXPLODES, SAYS_BETA, TASK, WORDS
 from worker.offline_model import scanner_verdict
 
-WORDS = ["alpha", "beta", "gamma"]
-TASK = "integrity_probe"
-
-# A plain (non-LLM) scanner: flags a sample whose last message says "beta".
-SAYS_BETA = textwrap.dedent(
-    """
-    from inspect_scout import Result, Scanner, Transcript, scanner
-
-
-    @scanner(messages="all")
-    def {name}() -> Scanner[Transcript]:
-        async def scan(transcript: Transcript) -> Result:
-            last = transcript.messages[-1].text if transcript.messages else ""
-            return Result(value="beta" in last, explanation=f"The last message is {{last!r}}.")
-
-        return scan
-    """
-)
-
-EXPLODES = textwrap.dedent(
-    """
-    from inspect_scout import Result, Scanner, Transcript, scanner
-
-
-    @scanner(messages="all")
-    def explodes() -> Scanner[Transcript]:
-        async def scan(transcript: Transcript) -> Result:
-            raise RuntimeError("scanner exploded on purpose")
-
-        return scan
-    """
-)
-
-
-@pytest.fixture(scope="module")
-def eval_log(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One real `.eval` log: three samples the offline model answers, all scored correct."""
-    from inspect_ai import Task, eval
-    from inspect_ai.dataset import Sample
-    from inspect_ai.scorer import match
-    from inspect_ai.solver import generate
-
-    log_dir = tmp_path_factory.mktemp("logs")
-    task = Task(
-        name=TASK,
-        dataset=[Sample(id=word, input=f"Reply with: {word}", target=word) for word in WORDS],
-        solver=generate(),
-        scorer=match(),
-    )
-    (log,) = eval(task, model="steward/offline", log_dir=str(log_dir), display="none")
-    assert log.status == "success" and log.results.scores[0].metrics["accuracy"].value == 1.0
-    (path,) = log_dir.glob("*.eval")
-    return str(path)
-
-
-@pytest.fixture(autouse=True)
-def no_offline_knobs(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("STEWARD_OFFLINE_FLAG", "STEWARD_OFFLINE_FAIL", "STEWARD_OFFLINE_CRASH"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_offline_knobs")
 
 
 def _scanned_values(results_dir: Path, scanner: str) -> dict[str, object]:
@@ -177,47 +114,6 @@ def test_a_scanner_that_errors_fails_the_scan(eval_log: str, tmp_path: Path):
 
 def test_the_flag_knob_leaves_ordinary_prompts_alone():
     assert scanner_verdict("Reply with: gamma", "gamma") is None
-
-
-async def test_the_activity_scans_in_a_child_resolving_paths_against_cwd(
-    eval_log: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    monkeypatch.setenv("STEWARD_OFFLINE_FLAG", r"\balpha\b")  # the child inherits it
-    (tmp_path / "logs").mkdir()
-    shutil.copy(eval_log, tmp_path / "logs")
-    log = f"logs/{Path(eval_log).name}"
-    (tmp_path / "beta_check.py").write_text(SAYS_BETA.format(name="beta_in_child"))
-
-    findings = await scan_transcripts_activity(
-        {
-            "log_paths": [log],
-            "results_dir": "scans",
-            "scan_model": None,  # the log's own eval model: steward/offline
-            "scanners": ["beta_check.py@beta_in_child"],
-            "cwd": str(tmp_path),
-        }
-    )
-
-    assert [(f["scanner"], f["sample_id"], f["log"]) for f in findings] == [
-        (SCORING_INTEGRITY, "alpha", log),
-        ("beta_in_child", "beta", log),
-    ]
-    assert list((tmp_path / "scans").glob("scan_id=*"))
-
-
-async def test_the_activity_refuses_a_bad_spec_for_good(eval_log: str, tmp_path: Path):
-    with pytest.raises(ApplicationError) as refused:
-        await scan_transcripts_activity(
-            {
-                "log_paths": [eval_log],
-                "results_dir": str(tmp_path / "scans"),
-                "scan_model": "steward/offline",
-                "scanners": ["nowhere.py@nothing"],
-                "cwd": str(tmp_path),
-            }
-        )
-    assert refused.value.type == "ScanRequestError" and refused.value.non_retryable
-    assert "'nowhere.py@nothing'" in str(refused.value)
 
 
 def test_scan_model_resolution_follows_the_seed(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""The pre-launch smoke run: real definition processes on the offline model, classified."""
+"""The pre-launch smoke run: real definition processes on the offline model, classified
+(the classification itself, without a process, is in tests/unit/test_smoke_classify.py)."""
 
 from __future__ import annotations
 
@@ -8,50 +9,11 @@ import psutil
 import pytest
 
 from activities.capture import capture_definition_sync
-from activities.smoke import (
-    SmokeCheck,
-    SmokeResult,
-    _stderr_error,
-    classify,
-    describe,
-    run_smoke,
-    waived,
-)
+from activities.smoke import SmokeResult, describe, run_smoke, waived
+from harness.helpers import write_definition
 
-HEAD = """from inspect_ai import Task, eval_set, task
-from inspect_ai.dataset import Sample
-from inspect_ai.scorer import match
-from inspect_ai.solver import generate
-
-
-def samples(prefix, count, marker=""):
-    return [
-        Sample(id=i, input=f"Reply with: {prefix}-{i}{marker}", target=f"{prefix}-{i}{marker}")
-        for i in range(1, count + 1)
-    ]
-"""
-
-TASK = """
-@task
-def {name}():
-    return Task(dataset=samples("{name}", {count}, {marker!r}), solver=generate(), scorer=match())
-"""
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing from the outer environment steers the offline model or Inspect's driven modes."""
-    for name in (
-        "STEWARD_OFFLINE_DELAY",
-        "STEWARD_OFFLINE_HOLD",
-        "STEWARD_OFFLINE_FAIL",
-        "STEWARD_OFFLINE_CRASH",
-        "STEWARD_OFFLINE_RATE_LIMIT",
-        "INSPECT_EVAL_SET_SELECTION",
-        "INSPECT_EVAL_SET_CAPTURE",
-        "INSPECT_EVAL_SET_OVERRIDES",
-    ):
-        monkeypatch.delenv(name, raising=False)
+# Nothing from the outer environment steers the offline model or Inspect's driven modes.
+pytestmark = pytest.mark.usefixtures("no_offline_knobs")
 
 
 def workspace(
@@ -64,12 +26,7 @@ def workspace(
 ) -> Path:
     ws = root / "ws"
     ws.mkdir()
-    body = HEAD
-    for name, count in tasks.items():
-        body += TASK.format(name=name, count=count, marker=(marker or {}).get(name, ""))
-    calls = ", ".join(f"{name}()" for name in tasks)
-    body += f'\n\neval_set(tasks=[{calls}], model={model!r}, log_dir="logs")\n'
-    (ws / "evalset.py").write_text(body)
+    write_definition(ws, tasks, model=model, markers=marker, eval_set_args=', log_dir="logs"')
     if dotenv:
         (ws / ".env").write_text(dotenv)
     return ws
@@ -174,65 +131,3 @@ def test_time_cap_kills_the_run_and_reports_a_timeout(tmp_path: Path) -> None:
     assert result.seconds < 25
     assert result.samples == 0
     assert not smoke_processes(result)
-
-
-# ---------- classification, without a process ----------
-@pytest.mark.parametrize(
-    ("message", "traceback", "kind"),
-    [
-        ("Error code: 401 - {'error': {'message': 'Incorrect API key provided'}}", "", "model"),
-        ("AuthenticationError('invalid x-api-key')", "", "model"),
-        ("APIConnectionError('Connection error.')", "", "model"),
-        ("[Errno 111] Connection refused", "", "model"),
-        ("Model API nosuchprovider of model 'nosuchprovider/x' not recognized.", "", "model"),
-        ("PermissionDeniedError: Error code: 403", "", "model"),
-        (
-            "RuntimeError('boom')",
-            'File "/x/inspect_ai/util/_sandbox/docker/docker.py", line 1, in exec\n'
-            "RuntimeError: boom",
-            "sandbox",
-        ),
-        ("Docker daemon: permission denied while trying to connect", "", "sandbox"),
-        ("Error response from compose: service default failed to start", "", "sandbox"),
-        ("ValueError('could not parse the answer')", "", "task"),
-        ("OfflineSampleFailure(\"offline model told to fail on 'X'\")", "", "task"),
-    ],
-)
-def test_classify(message: str, traceback: str, kind: str) -> None:
-    assert classify(message, traceback) == kind
-
-
-def test_stderr_error_keeps_a_multiline_message_without_markup() -> None:
-    stderr = (
-        "Traceback (most recent call last):\n"
-        '  File "/v/inspect_ai/model/_providers/openai.py", line 258, in __init__\n'
-        "    raise environment_prerequisite_error(\n"
-        "inspect_ai._util.error.PrerequisiteError: ERROR: Unable to initialise OpenAI client\n"
-        "\n"
-        "No [bold][blue]OPENAI_API_KEY[/blue][/bold] defined in the environment.\n"
-    )
-    message, traceback = _stderr_error(stderr)
-    assert message == (
-        "PrerequisiteError: Unable to initialise OpenAI client "
-        "No OPENAI_API_KEY defined in the environment."
-    )
-    assert classify(message, traceback) == "model"
-    assert _stderr_error("") == ("", "")
-    assert _stderr_error("just a line\n") == ("just a line", "")
-
-
-def test_waived_and_describe() -> None:
-    checks = [
-        SmokeCheck(task="a", model="m1", check="model", message="no key"),
-        SmokeCheck(task="b_x", model="m2", check="sandbox", message="no docker"),
-    ]
-    result = SmokeResult(
-        ok=False, checks=checks, tasks=["a", "b_x"], log_dir="d", seconds=1, samples=0
-    )
-    assert waived(result, []) == checks
-    assert waived(result, ["model"]) == [checks[1]]
-    assert waived(result, ["b_*:sandbox"]) == [checks[0]]
-    assert waived(result, ["b_*:model"]) == checks
-    assert waived(result, ["a", "sandbox"]) == []
-    assert waived(result, ["*"]) == []
-    assert describe(result) == "a (m1): model — no key\nb_x (m2): sandbox — no docker"
