@@ -3,7 +3,7 @@ markers (before, between and after the blocks) is never changed."""
 
 from __future__ import annotations
 
-from harness.helpers import Steward, make_workspace
+from harness.helpers import Steward, make_workspace, wait_for
 from workflows.analysis_view import END, begin_marker, block, merge_analysis
 
 PROSE_TOP = "# Analysis\n\nMy reading: alpha looks easy.\n\n"
@@ -51,7 +51,8 @@ def test_facts_follow_the_run_and_prose_is_preserved_across_tends(steward: Stewa
     workspace = make_workspace(steward, workspace_root, {"alpha": 2, "beta": 2})
     steward.ok("launch", "--no-timer", cwd=workspace)
     path = workspace / "analysis.md"
-    first = path.read_text()
+    # launch returns once the first tend has counted; its workspace write lands just after.
+    first = wait_for(lambda: path.exists() and path.read_text(), what="analysis.md")
     assert "### alpha · steward/offline" in first and "### beta · steward/offline" in first
     assert "tend #1 " in first
 

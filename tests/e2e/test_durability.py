@@ -27,7 +27,7 @@ def test_kill_steward_worker_mid_run(steward, workspace_root):
     workspace = make_workspace(
         steward,
         workspace_root,
-        {"one": 16, "two": 16},
+        {"one": 40, "two": 40},  # long enough to outlive the kill under load
         options="samples_ramp: [2, 2]\n",
         dotenv=SLOW,
     )
@@ -45,7 +45,7 @@ def test_kill_steward_worker_mid_run(steward, workspace_root):
     status = steward.wait_phase(workspace, {"finished"})
     # Re-adopted, not respawned: each task ran in exactly one worker.
     assert [t["attempts"] for t in status["state"]["tasks"]] == [1, 1]
-    assert_each_sample_once(workspace, {"one": 16, "two": 16})
+    assert_each_sample_once(workspace, {"one": 40, "two": 40})
 
 
 def test_kill_task_worker_is_restarted_at_next_tend(steward, workspace_root):
