@@ -34,7 +34,7 @@ def record_sandboxes(path: str) -> None:
 
     Inspect's capture manifest does not carry a task's sandbox, which the sandbox budget needs
     before anything runs; the resolved tasks it is built from do. (Coupled to inspect_ai
-    0.3.285's `build_eval_set_capture`; tests/test_sandbox_size.py's capture test guards it.)
+    0.3.285's `build_eval_set_capture`; tests/integration/test_sandbox_capture.py guards it.)
     """
     import json
 

@@ -9,7 +9,7 @@ virtualenvs, neither of which a supervised offline worker can rely on.
 
 Needs the `flow` extra (`pip install 'steward[flow]'`, inspect-flow 0.14). The resolver reads
 some of inspect-flow's private modules (there is no public "spec -> tasks" call in 0.14), so
-the extra pins the version; tests/test_flow.py guards the coupling.
+the extra pins the version; tests/e2e/test_flow.py guards the coupling.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ async def admit(ctx: RunContext, door: Door, wanted: dict[str, int] | None = Non
     if step.verdict == "granted":
         granted(ctx, outcome.admission, door)
     elif step.verdict == "queued":
-        await ctx.publish()
+        await ctx.publish_state()
 
 
 def granted(ctx: RunContext, answer: Admission, how: str) -> None:

@@ -65,7 +65,7 @@ async def amend(ctx: RunContext, request: AmendRequest) -> AmendResult:
     )
     if state.phase in ("finished", "stalled"):
         state.phase = policy.run_phase(state)
-    await ctx.publish()
+    await ctx.publish_state()
     ctx.wake = True
     return result
 

@@ -173,7 +173,7 @@ class RunContext:
             ]
         )
 
-    async def publish(self) -> None:
+    async def publish_state(self) -> None:
         """The workspace files and the search attributes show the state as it is now."""
         await self.write_workspace()
         self.upsert_visibility()

@@ -36,7 +36,7 @@ async def capture(ctx: RunContext) -> bool:
         message = cause_of(err)
         state.phase, state.error, state.finished_at = "failed", message, workflow.now()
         ctx.journal("failed", error=message)
-        await ctx.publish()
+        await ctx.publish_state()
         return False
     state.tasks = policy.initial_tasks(resolved, ctx.settings)
     state.sandbox_budget = policy.sandbox_budget_of(resolved)
@@ -123,7 +123,7 @@ async def signoff(ctx: RunContext, request: SignoffRequest) -> Signoff:
         )
     )
     await ctx.flush_outbox()
-    await ctx.publish()
+    await ctx.publish_state()
     ctx.wake = True
     return state.signoff
 
@@ -168,4 +168,4 @@ async def cancel(ctx: RunContext) -> None:
             )
         )
         await ctx.flush_outbox()
-    await ctx.publish()
+    await ctx.publish_state()

@@ -175,4 +175,4 @@ async def _finish_tend(ctx: RunContext, summary: TendSummary) -> None:
         if heartbeat is not None:
             state.outbox.append(heartbeat)
         await ctx.flush_outbox()
-    await ctx.publish()
+    await ctx.publish_state()
