@@ -32,7 +32,7 @@ def _last_error_line(stderr: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _sandbox_of(entry: object, workspace: str) -> tuple[str | None, SandboxSize | None]:
+def sandbox_of(entry: object, workspace: str) -> tuple[str | None, SandboxSize | None]:
     """A task's sandbox type and size from its sidecar entry: a bare type (older runners) or
     {"type", "config", "task_dir"}; a task without a directory runs in the workspace."""
     if isinstance(entry, str):
@@ -88,7 +88,7 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
     options = document.get("options", {})
     tasks = []
     for t in document.get("tasks", []):
-        sandbox, size = _sandbox_of(sandboxes.get(t["identifier"]), workspace)
+        sandbox, size = sandbox_of(sandboxes.get(t["identifier"]), workspace)
         tasks.append(
             TaskSpec(
                 name=t["name"],

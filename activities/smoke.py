@@ -100,7 +100,7 @@ def _clean(message: str, width: int = 300) -> str:
 _EXCEPTION_LINE = re.compile(r"^([\w.]*(?:Error|Exception|Exit|Interrupt)\w*)(?::\s*(.*))?$")
 
 
-def _stderr_error(stderr: str) -> tuple[str, str]:
+def stderr_error(stderr: str) -> tuple[str, str]:
     """(what failed, its traceback) from a failed process's stderr: the last exception, its
     type's short name with its message (which may run over several lines), else the last line."""
     lines = [_MARKUP.sub("", line).rstrip() for line in stderr.splitlines()]
@@ -261,7 +261,7 @@ def _no_log_check(
 ) -> SmokeCheck:
     if timed_out:
         return _check(spec, "timeout", f"did not finish within the {time_cap:g} s smoke cap")
-    line, traceback = _stderr_error(stderr)
+    line, traceback = stderr_error(stderr)
     line = _clean(line)
     if returncode:
         # The definition failed before the task ran; a missing credential shows here too.
@@ -312,7 +312,7 @@ def _log_check(
             "timeout",
             f"did not finish within the {time_cap:g} s smoke cap ({done} samples completed)",
         ), done
-    line, traceback = _stderr_error(stderr)
+    line, traceback = stderr_error(stderr)
     line = _clean(line)
     return _check(
         spec,

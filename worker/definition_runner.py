@@ -45,7 +45,7 @@ def record_sandboxes(path: str) -> None:
     def build_and_record(resolved_tasks, eval_set_args, **kwargs):  # type: ignore[no-untyped-def]
         capture = build(resolved_tasks, eval_set_args, **kwargs)
         sandboxes = {
-            entry.identifier: _sandbox_type(task)
+            entry.identifier: sandbox_type(task)
             for entry, task in zip(capture.tasks, resolved_tasks, strict=True)
         }
         Path(path).write_text(json.dumps(sandboxes))
@@ -54,7 +54,7 @@ def record_sandboxes(path: str) -> None:
     evalset.build_eval_set_capture = build_and_record
 
 
-def _sandbox_type(task) -> dict | None:  # type: ignore[no-untyped-def]
+def sandbox_type(task) -> dict | None:  # type: ignore[no-untyped-def]
     """The resolved task's sandbox, or its samples' (the first that names one), as
     {"type", "config", "task_dir"}; a sample's own config of the task's type overrides the
     task's, as Inspect does when it runs the sample."""

@@ -213,8 +213,8 @@ def test_runner_records_string_tuple_spec_and_inline_configs(tmp_path):
     from inspect_ai.util import SandboxEnvironmentSpec
     from inspect_ai.util._sandbox.compose import ComposeConfig
 
-    from activities.capture import _sandbox_of
-    from worker.definition_runner import _sandbox_type
+    from activities.capture import sandbox_of
+    from worker.definition_runner import sandbox_type
 
     def resolved(sandbox, *sample_sandboxes):
         task = SimpleNamespace(dataset=[SimpleNamespace(sandbox=s) for s in sample_sandboxes])
@@ -222,25 +222,25 @@ def test_runner_records_string_tuple_spec_and_inline_configs(tmp_path):
         return SimpleNamespace(sandbox=sandbox, task=task, task_file=None)
 
     here = str(tmp_path.resolve())
-    assert _sandbox_type(resolved(None, None)) is None
-    assert _sandbox_type(resolved(None, None, "docker")) == {
+    assert sandbox_type(resolved(None, None)) is None
+    assert sandbox_type(resolved(None, None, "docker")) == {
         "type": "docker",
         "config": None,
         "task_dir": here,
     }
-    assert _sandbox_type(resolved(None, ("k8s", "values.yaml")))["config"] == str(
+    assert sandbox_type(resolved(None, ("k8s", "values.yaml")))["config"] == str(
         tmp_path.resolve() / "values.yaml"
     )
     # a sample's own config of the task's type is what its sample runs with
     spec = SandboxEnvironmentSpec("docker", "compose.yaml")
     sample = SandboxEnvironmentSpec("docker", "/abs/compose.yaml")
-    assert _sandbox_type(resolved(spec, None, sample))["config"] == "/abs/compose.yaml"
+    assert sandbox_type(resolved(spec, None, sample))["config"] == "/abs/compose.yaml"
     inline = SandboxEnvironmentSpec(
         "docker", ComposeConfig.model_validate({"services": {"a": {"image": "x", "cpus": 2}}})
     )
-    entry = _sandbox_type(resolved(inline))
+    entry = sandbox_type(resolved(inline))
     assert entry["config"]["services"]["a"]["image"] == "x"
-    assert _sandbox_of(entry, str(tmp_path))[1].cpu == 2.0
+    assert sandbox_of(entry, str(tmp_path))[1].cpu == 2.0
     # the bare type older runners recorded still reads
-    assert _sandbox_of("docker", str(tmp_path)) == ("docker", SandboxSize())
-    assert _sandbox_of(None, str(tmp_path)) == (None, None)
+    assert sandbox_of("docker", str(tmp_path)) == ("docker", SandboxSize())
+    assert sandbox_of(None, str(tmp_path)) == (None, None)

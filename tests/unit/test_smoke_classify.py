@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.smoke import SmokeCheck, SmokeResult, _stderr_error, classify, describe, waived
+from activities.smoke import SmokeCheck, SmokeResult, classify, describe, stderr_error, waived
 
 
 @pytest.mark.parametrize(
@@ -42,14 +42,14 @@ def test_stderr_error_keeps_a_multiline_message_without_markup() -> None:
         "\n"
         "No [bold][blue]OPENAI_API_KEY[/blue][/bold] defined in the environment.\n"
     )
-    message, traceback = _stderr_error(stderr)
+    message, traceback = stderr_error(stderr)
     assert message == (
         "PrerequisiteError: Unable to initialise OpenAI client "
         "No OPENAI_API_KEY defined in the environment."
     )
     assert classify(message, traceback) == "model"
-    assert _stderr_error("") == ("", "")
-    assert _stderr_error("just a line\n") == ("just a line", "")
+    assert stderr_error("") == ("", "")
+    assert stderr_error("just a line\n") == ("just a line", "")
 
 
 def test_waived_and_describe() -> None:
