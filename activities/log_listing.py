@@ -57,7 +57,7 @@ def logs_by_identifier(log_dir: str, fresh_status: bool = False) -> dict[str, li
         return found
     present = sorted(str(p) for p in directory.glob("*.eval"))
     for gone in [p for p in _logs if Path(p).parent == directory and p not in present]:
-        del _logs[gone]
+        _logs.pop(gone, None)  # a watch may list the same dir at once
     for path in sorted(present, key=lambda p: Path(p).name):
         info = log_info(path, fresh_status)
         if info is not None:

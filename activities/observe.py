@@ -103,7 +103,7 @@ def progress_from_log(path: str, total: int) -> Progress:
     return Progress(total=total, completed=len(summaries) - errored, errored=errored)
 
 
-def _progress_from_row(row: dict, total: int) -> Progress:
+def progress_from_row(row: dict, total: int) -> Progress:
     samples = row.get("samples") or {}
     return Progress(
         total=samples.get("total") or total,
@@ -147,7 +147,7 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
             status = "started" if running else info.status
             seen.log_status = status if status in _LOG_STATUSES else None  # type: ignore[assignment]
         if row is not None and seen.log_status != "success":
-            seen.progress, seen.source = _progress_from_row(row, spec.planned_samples), "socket"
+            seen.progress, seen.source = progress_from_row(row, spec.planned_samples), "socket"
             seen.ramp = ramp_reading(row)
         elif seen.log is not None:
             seen.progress, seen.source = progress_from_log(seen.log, spec.planned_samples), "log"

@@ -24,6 +24,7 @@ from .runner_launch import runner_launch, selection_document, worker_steering
 
 # Children this process started: polling them reaps them, so a dead child is not a zombie.
 _children: dict[int, subprocess.Popen] = {}
+_exit_codes: dict[int, int] = {}  # pid -> return code of a reaped child (negative: signal)
 
 
 def _workers_dir(workspace: str) -> Path:
@@ -36,6 +37,7 @@ def is_alive(pid: int, create_time: float) -> bool:
     child = _children.get(pid)
     if child is not None and child.poll() is not None:
         _children.pop(pid, None)
+        _exit_codes[pid] = child.returncode
         return False
     try:
         process = psutil.Process(pid)
@@ -45,6 +47,12 @@ def is_alive(pid: int, create_time: float) -> bool:
         )
     except psutil.Error:
         return False
+
+
+def exit_code_of(pid: int) -> int | None:
+    """How a child of this process ended (negative: the signal), once it has; None when it
+    is not our child (e.g. adopted after a restart of the Steward worker)."""
+    return _exit_codes.get(pid)
 
 
 def _write_json_atomic(path: Path, document: dict) -> None:

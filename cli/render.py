@@ -10,6 +10,7 @@ from workflows.contracts import RunStatus, TaskSpec, TendSummary
 from workflows.eval_run_state import describe_state, unsupervised
 from workflows.options import format_duration
 from workflows.status_view import cost_line, task_rows
+from workflows.worker_watch import rulings_waiting
 
 from .output import console
 
@@ -27,6 +28,25 @@ def print_tasks(tasks: list[TaskSpec]) -> None:
     console.print(table)
 
 
+def _next_tend(status: RunStatus) -> str:
+    state = status.state
+    if state.phase in ("signed_off", "cancelled", "failed"):
+        return ""
+    if not state.timer.armed:
+        return "timer disarmed: tends on `steward tend` and on events"
+    if state.next_tend_at is None:
+        return "next tend on an event (a command, a worker's exit); no timer due"
+    interval = state.timer.interval or status.tend_interval
+    return f"next {_when(state.next_tend_at)} (timer every {format_duration(interval)}; sooner on events)"
+
+
+def _age(status: RunStatus, identifier: str) -> str:
+    at = status.progress_at.get(identifier)
+    if at is None or status.read_at is None:
+        return "—"
+    return f"{max(0, int((status.read_at - at).total_seconds()))}s ago"
+
+
 def print_status(status: RunStatus) -> None:
     state = status.state
     console.print(
@@ -34,8 +54,7 @@ def print_status(status: RunStatus) -> None:
     )
     console.print(
         f"state: [bold]{describe_state(state)}[/]   samples {state.samples_done}/{state.samples_total}   "
-        f"tend #{state.tend_count}   last {_when(state.last_tend_at)}   next {_when(state.next_tend_at)} "
-        f"(every {format_duration(status.tend_interval)})",
+        f"tend #{state.tend_count}   last {_when(state.last_tend_at)}   {_next_tend(status)}",
         highlight=False,
     )
     if state.paused:
@@ -74,6 +93,11 @@ def print_status(status: RunStatus) -> None:
             + " — `steward collect`",
             highlight=False,
         )
+    waiting = rulings_waiting(state)
+    if waiting:
+        console.print(
+            "[yellow]rulings wait[/] for " + "; ".join(waiting) + " to exit", highlight=False
+        )
     if state.signoff:
         console.print(
             f"signed off by {state.signoff.by} at {_when(state.signoff.at)}", highlight=False
@@ -81,9 +105,9 @@ def print_status(status: RunStatus) -> None:
     if state.tasks:
         table = Table()
         table.add_column("task / model", no_wrap=True)
-        for column in ("state", "samples", "errors", "flight", "setpoint", "tries"):
+        for column in ("state", "samples", "errors", "flight", "setpoint", "tries", "as of"):
             table.add_column(column, no_wrap=True)
-        for row in task_rows(state.tasks):
+        for task, row in zip(state.tasks, task_rows(state.tasks), strict=True):
             table.add_row(
                 f"{row['task']}\n[dim]{row['model']}[/]",
                 row["phase"],
@@ -92,6 +116,7 @@ def print_status(status: RunStatus) -> None:
                 str(row["in_flight"]),
                 f"{row['max_samples']}{' pinned' if row['pinned'] else ''}",
                 str(row["attempts"]),
+                _age(status, task.spec.identifier),
             )
         console.print(table)
     if status.web_ui:

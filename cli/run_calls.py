@@ -10,19 +10,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from worker.connect import ConnectError, Target, connect, run_url
 from workflows.capacity import LedgerView
 from workflows.capacity_ledger import CapacityLedger
-from workflows.contracts import SETTLED_PHASES, TERMINAL_PHASES, RunState, RunStatus
+from workflows.contracts import SETTLED_PHASES, TERMINAL_PHASES, RunState, RunStatus, WorkerPulse
 from workflows.eval_run import EvalRun
+from workflows.names import Activity
+from workflows.worker_watch import with_live_progress
 
 from .context import Context
 from .output import CommandError, bad_input, console
 
 if TYPE_CHECKING:
-    from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+    from temporalio.client import (
+        Client,
+        WorkflowExecutionDescription,
+        WorkflowHandle,
+        WorkflowUpdateFailedError,
+    )
     from temporalio.service import RPCError
 
     RunHandle = WorkflowHandle[EvalRun, RunState]
@@ -143,7 +151,7 @@ async def query_status(handle: RunHandle, ctx: Context) -> RunStatus:
             if view is not None and ctx.workflow_id in view.positions:
                 cap.position = view.positions[ctx.workflow_id]
                 cap.reason = view.reasons.get(ctx.workflow_id, cap.reason)
-        return status
+        return with_live_progress(status, await worker_pulses(description), datetime.now(UTC))
     if description.status == WorkflowExecutionStatus.COMPLETED:
         state = await handle.result()
     else:  # terminated, timed out or failed outside Steward's own handling
@@ -158,6 +166,24 @@ async def query_status(handle: RunHandle, ctx: Context) -> RunStatus:
         tend_interval=ctx.options.tend_interval,
         web_ui=run_url(ctx.target, ctx.workflow_id),
     )
+
+
+async def worker_pulses(description: WorkflowExecutionDescription) -> list[WorkerPulse]:
+    """The watches' last heartbeats: each live worker's progress, read from the run's pending
+    activities (heartbeats never enter the history)."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    pulses = []
+    for pending in description.raw_description.pending_activities:
+        details = pending.heartbeat_details.payloads
+        if pending.activity_type.name != Activity.WATCH_WORKER or not details:
+            continue
+        try:
+            [pulse] = await pydantic_data_converter.decode(details, [WorkerPulse])
+        except Exception:  # noqa: BLE001 - a pulse from another version: show without it
+            continue
+        pulses.append(pulse)
+    return pulses
 
 
 async def current_status(ctx: Context) -> RunStatus:

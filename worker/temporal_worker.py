@@ -10,6 +10,7 @@ import asyncio
 import logging
 import signal
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 
 import structlog
@@ -27,6 +28,7 @@ from activities.options import read_ramp_settings
 from activities.processes import spawn_worker, stop_workers
 from activities.rulings import apply_actions
 from activities.scan import scan_transcripts_activity
+from activities.watch import watch_worker
 from activities.workspace_files import write_workspace
 from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
@@ -53,6 +55,7 @@ ACTIVITIES = [
     spawn_worker,
     stop_workers,
     tidy_logs,
+    watch_worker,
     write_workspace,
 ]
 WORKFLOWS = [EvalRun, CapacityLedger, CredentialsCheck]
@@ -78,7 +81,15 @@ def build_workers(client, executor: ThreadPoolExecutor) -> list[Worker]:
             workflows=WORKFLOWS,
             workflow_runner=workflow_runner(),
         ),
-        Worker(client, task_queue=host_queue(), activities=ACTIVITIES, activity_executor=executor),
+        Worker(
+            client,
+            task_queue=host_queue(),
+            activities=ACTIVITIES,
+            activity_executor=executor,
+            # The watches' heartbeats are what `steward status` shows: let them through every
+            # couple of seconds (the default holds them back for up to 80% of the timeout).
+            max_heartbeat_throttle_interval=timedelta(seconds=2),
+        ),
     ]
 
 

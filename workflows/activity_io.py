@@ -4,11 +4,12 @@ state and what the CLI shows are contracts.py's; these are the messages to and f
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .contracts import JournalEvent, RunStatus, TaskSpec, WorkerProcess
+from .contracts import JournalEvent, RunStatus, TaskSpec, WatchLimits, WorkerProcess
 from .cost import CostCap, Price
 from .decisions import StandingRules
 from .rulings import Action
@@ -53,6 +54,31 @@ class StopResult(BaseModel):
     killed: list[str] = Field(default_factory=list)
 
 
+class WatchRequest(BaseModel):
+    worker: WorkerProcess
+    log_dir: str
+    limits: WatchLimits = Field(default_factory=WatchLimits)
+    # The last sign of life of a hang already reported: a hang is reported again only after
+    # the worker showed life since (it recovered, then hung anew).
+    hang_reported: datetime | None = None
+
+
+WatchEnd = Literal["exited", "hung", "lingering"]
+
+
+class WorkerEnd(BaseModel):
+    """Why a watch completed: the process exited, or it needs the run's attention."""
+
+    worker_id: str
+    kind: WatchEnd
+    at: datetime
+    detail: str  # one sentence for the journal and the decision
+    exit_code: int | None = None  # None: not known (the watch was not the process's parent)
+    signal: int | None = None
+    log_status: dict[str, str | None] = Field(default_factory=dict)  # identifier -> newest log
+    since: datetime | None = None  # hung / lingering: since when
+
+
 class WorkspaceWrite(BaseModel):
     workspace: str
     status: RunStatus
@@ -95,6 +121,7 @@ class LiveOptions(BaseModel):
     cost_cap: CostCap | None = None
     definition_hash: str | None = None  # of the definition file as it is now
     tend_interval: float | None = None  # as _steward.yaml says now
+    watch: WatchLimits | None = None
 
 
 class AnomalyRequest(BaseModel):

@@ -93,6 +93,21 @@ class Progress(BaseModel):
         return self.completed + self.errored
 
 
+class WorkerPulse(BaseModel):
+    """A watch's heartbeat: how the worker is doing now. Read from the workflow's pending
+    activities (`describe()`), never recorded in the history."""
+
+    worker_id: str
+    pid: int
+    at: datetime
+    progress: dict[str, Progress] = Field(default_factory=dict)  # task identifier -> progress
+    source: Literal["socket", "log"] | None = None
+    moved_at: datetime | None = None  # when progress last moved
+    answered_at: datetime | None = None  # when the control socket last answered
+    logged_at: datetime | None = None  # newest write to one of its tasks' logs
+    success_at: datetime | None = None  # when every task's newest log was first seen success
+
+
 class TaskObservation(BaseModel):
     identifier: str
     ramp: RampReading | None = None  # concurrency figures, while its worker answers
@@ -137,6 +152,14 @@ class JournalEvent(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class WatchLimits(BaseModel):
+    """When a live worker is a problem (the run's options, re-read each tend)."""
+
+    start_timeout: float = 600.0  # no log and no control socket this long after spawn: hung
+    unresponsive_after: float = 300.0  # no sign of life this long while it lives: hung
+    linger_after: float = 60.0  # alive this long after every task's log is success: stop it
+
+
 class RunSettings(BaseModel):
     """The options the workflow decides with: resolved at launch, the ramp re-read each tend."""
 
@@ -146,6 +169,7 @@ class RunSettings(BaseModel):
     samples_ramp: tuple[int, int] | Literal[False] = (50, 200)
     stuck_after: float = 5 * 3600.0
     heartbeat: float | Literal[False] = 3600.0
+    watch: WatchLimits = Field(default_factory=WatchLimits)
     rules: StandingRules = Field(default_factory=StandingRules)
     scan_model: str | Literal[False] | None = None
     scanners: list[str] = Field(default_factory=list)
@@ -230,6 +254,7 @@ class RunState(BaseModel):
     drift_hash: str | None = None  # the edited definition the drift lines describe
     reused: list[str] = Field(default_factory=list)  # task names satisfied from the log store
     timer: TimerState = Field(default_factory=TimerState)
+    restart_workers: list[str] = Field(default_factory=list)  # hung workers ruled `restart`
 
     def task(self, identifier: str) -> TaskState:
         return next(t for t in self.tasks if t.spec.identifier == identifier)
@@ -284,6 +309,10 @@ class RunStatus(BaseModel):
     state: RunState
     tend_interval: float
     web_ui: str | None = None
+    # Filled in by the reader from the watches' heartbeats (workflows/worker_watch.py):
+    live: list[WorkerPulse] = Field(default_factory=list)
+    progress_at: dict[str, datetime] = Field(default_factory=dict)  # identifier -> as of when
+    read_at: datetime | None = None
 
 
 class RunEvent(BaseModel):

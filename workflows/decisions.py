@@ -26,6 +26,7 @@ AnomalyKind = Literal[
     "stalled_task",  # given up after stall_after fruitless respawns
     "approval",  # a tool call waiting for a human
     "cost_cap",  # the run's LLM cost crossed its cap (the run is paused)
+    "hung_worker",  # a live worker showed no sign of life (start_timeout, unresponsive_after)
 ]
 ClassState = Literal["open", "proposed", "ruled", "resolved", "accepted"]
 
@@ -39,6 +40,7 @@ VERDICTS: dict[str, list[str]] = {
     "stalled_task": ["retry", "give_up"],
     "approval": ["approve", "reject", "terminate"],
     "cost_cap": ["continue", "cancel"],
+    "hung_worker": ["restart", "wait"],
 }
 # Kinds an agent proposes on and the operator rules; the rest are the operator's alone.
 PROPOSABLE = {"sample_error", "scan_finding", "all_zero"}
@@ -52,7 +54,7 @@ LIVE_VERDICTS = {"cancel_tool", "retry", "cancel", "approve", "reject", "termina
 def needs_effect(kind: str, verdict: str) -> bool:
     """Whether a verdict is carried out by an activity (else it is recorded, or the workflow
     itself applies it: a stalled task's retry / give up)."""
-    return kind != "stalled_task" and verdict in LOG_VERDICTS | LIVE_VERDICTS
+    return kind not in ("stalled_task", "hung_worker") and verdict in LOG_VERDICTS | LIVE_VERDICTS
 
 
 def state_after(kind: str, verdict: str) -> ClassState:
@@ -76,6 +78,7 @@ class Anomaly(BaseModel):
     detail: str = ""  # message, explanation, tool arguments (truncated)
     tool: str | None = None  # stuck tool call / approval tool
     scanner: str | None = None
+    worker: str | None = None  # hung_worker: the worker id
 
     @property
     def sample_ref(self) -> str:
@@ -222,6 +225,8 @@ def signature_of(anomaly: Anomaly) -> str:
             return f"approval:{anomaly.uuid}"
         case "cost_cap":
             return "cost_cap"
+        case "hung_worker":
+            return f"hung_worker:{anomaly.task}"
     raise ValueError(anomaly.kind)
 
 
@@ -247,6 +252,8 @@ def title_of(anomaly: Anomaly) -> str:
             return f"{anomaly.task_name} sample {anomaly.sample_id} asks to run `{anomaly.tool}`"
         case "cost_cap":
             return f"the run is paused: {anomaly.detail}"
+        case "hung_worker":
+            return f"{anomaly.task_name}: {anomaly.detail}"
     raise ValueError(anomaly.kind)
 
 
@@ -324,7 +331,7 @@ def _asks_again(cls: ErrorClass) -> bool:
     """A task stalled again after a retry, or a sample stuck again after a retry or cancel, is
     asked about again (repeating the verdict unasked could loop forever); a cancelled stuck
     tool call is not."""
-    if cls.kind in ("stalled_task", "cost_cap"):
+    if cls.kind in ("stalled_task", "cost_cap", "hung_worker"):
         return True
     return cls.kind == "stuck_sample" and (
         cls.ruling is None or cls.ruling.verdict != "cancel_tool"
@@ -333,7 +340,12 @@ def _asks_again(cls: ErrorClass) -> bool:
 
 def standing_verdict(cls: ErrorClass, rules: StandingRules) -> str | None:
     """The preauthorized verdict for a class, if a pattern names its signature or title."""
-    if cls.kind not in VERDICTS or cls.kind in ("approval", "stalled_task", "cost_cap"):
+    if cls.kind not in VERDICTS or cls.kind in (
+        "approval",
+        "stalled_task",
+        "cost_cap",
+        "hung_worker",
+    ):
         return None
     for pattern, verdict in rules.preauthorized.items():
         if verdict not in VERDICTS[cls.kind]:

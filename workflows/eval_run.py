@@ -1,9 +1,12 @@
 """EvalRun: one Inspect eval run as a durable workflow.
 
 The loop: capture the definition into tasks, ask for capacity, then tend until the run ends —
-each tend observes the run and acts on what it saw — waiting between tends for the timer or a
-command. Timers are the tend loop, signals and updates are commands, queries are state, and
-every side effect is an activity on the host queue of the machine that holds the workspace.
+each tend observes the run and acts on what it saw — waiting between tends for an event: a
+command, a watched worker that exited, hung or lingers (eval_run_watch.py), or the timer, which
+stays as the safety net and the ramp's window (a finished run with nothing to retry has none).
+Signals and updates are commands, queries are state, long-running heartbeating activities watch
+the workers, and every side effect is an activity on the host queue of the machine that holds
+the workspace.
 
 Where each concern lives (each module takes one `RunContext`, eval_run_context.py):
 
@@ -18,6 +21,7 @@ Where each concern lives (each module takes one `RunContext`, eval_run_context.p
 | eval_run_change.py | relaunch (amend), drift, log-store reuse |
 | eval_run_lifecycle.py | capture, signoff, cancel |
 | eval_run_workers.py | spawning and stopping task workers |
+| eval_run_watch.py | one heartbeating watch activity per worker: exits, hangs, lingering wake the run |
 | eval_run_views.py, eval_run_state.py | what queries and renderers show (pure) |
 
 Adding a step: write the decision as a pure function over the state that returns actions as
@@ -61,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from .delta import AmendRequest, AmendResult
     from .eval_run_context import Patches, RunContext
+    from .eval_run_watch import watch_all
     from .names import Signal, WorkflowType
     from .rulings import RuleRequest, RuleResult
 
@@ -100,6 +105,8 @@ class EvalRun:
                 return
             if ctx.patches.capacity:
                 await run_capacity.admit(ctx, "launch")
+        else:
+            watch_all(ctx)  # re-adopt the workers a continued run carries over
 
         while state.phase not in TERMINAL_PHASES:
             if ctx.cancel is not None:
@@ -114,12 +121,15 @@ class EvalRun:
                     await workflow.wait_condition(workflow.all_handlers_finished)
                     workflow.continue_as_new(ctx.input.model_copy(update={"state": state}))
                 continue
+            if ctx.patches.watch:
+                ctx.wake = False  # what arrives during the tend wakes the next one
             await self._tend_locked()
             if state.phase in TERMINAL_PHASES:
                 return
             if state.phase == "finished" and not ctx.patches.decisions:
                 return
-            ctx.wake = False
+            if not ctx.patches.watch:
+                ctx.wake = False
             await self._wait_for_next_tend()
             if _history_full() and ctx.cancel is None:
                 # Tends driven by updates grow the history too: hand over between tends.
@@ -129,21 +139,26 @@ class EvalRun:
                 workflow.continue_as_new(ctx.input.model_copy(update={"state": state}))
 
     async def _wait_for_next_tend(self) -> None:
-        """Until the timer fires (when armed), a command wakes the run, or it must hand over.
-        Arming or disarming restarts the wait with the new timer, without a tend."""
+        """Until the timer fires (when one is due), a command or a watch wakes the run, or it
+        must hand over. Arming or disarming restarts the wait with the new timer, without a
+        tend."""
         ctx = self._ctx
         while True:
             ctx.rearm = False
             try:
                 await workflow.wait_condition(
                     lambda: ctx.wake or ctx.rearm or ctx.cancel is not None or _history_full(),
-                    timeout=timedelta(seconds=ctx.interval()) if ctx.state.timer.armed else None,
+                    timeout=timedelta(seconds=ctx.interval()) if self._timer_due() else None,
                 )
             except TimeoutError:
                 return
             if ctx.rearm and not (ctx.wake or ctx.cancel or _history_full()):
                 continue
             return
+
+    def _timer_due(self) -> bool:
+        ctx = self._ctx
+        return ctx.next_tend_at() is not None if ctx.patches.watch else ctx.state.timer.armed
 
     async def _tend_locked(self) -> TendSummary:
         async with self._ctx.lock:

@@ -20,7 +20,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from . import notices
-    from .activity_io import NotifyRequest, NotifyResult, WorkspaceWrite
+    from .activity_io import NotifyRequest, NotifyResult, WorkerEnd, WorkspaceWrite
     from .contracts import (
         CancelRequest,
         JournalEvent,
@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
         RunState,
         RunStatus,
     )
-    from .eval_run_state import effective_interval, visible_state
+    from .eval_run_state import effective_interval, visible_state, waits_for_commands
     from .names import Activity, SearchKey
 
 # Until it succeeds: the run waits for its host rather than failing.
@@ -48,6 +48,7 @@ class Patches:
     capacity: bool  # admission through the capacity ledger
     delta: bool  # drift reports
     timer: bool  # the tend interval follows _steward.yaml edits
+    watch: bool  # a heartbeating watch per task worker; its exits and hangs wake the run
 
     @classmethod
     def read(cls) -> Patches:
@@ -57,6 +58,7 @@ class Patches:
             capacity=workflow.patched("capacity-v1"),
             delta=workflow.patched("delta-v1"),
             timer=workflow.patched("timer-v1"),
+            watch=workflow.patched("watch-v1"),
         )
 
     @staticmethod
@@ -75,6 +77,8 @@ class RunContext:
         self.cancel: CancelRequest | None = None
         self.wake = False  # a command asks for a tend now
         self.rearm = False  # the timer changed: wait again with the new one
+        self.watches: dict[str, asyncio.Task[None]] = {}  # worker id -> its watch loop
+        self.worker_ends: list[WorkerEnd] = []  # what the watches reported since the last tend
 
     @property
     def settings(self) -> RunSettings:
@@ -91,7 +95,9 @@ class RunContext:
         return effective_interval(self.state.phase, interval)
 
     def next_tend_at(self) -> datetime | None:
-        if not self.state.timer.armed:
+        """When the timer fires next; None when no timer is due (disarmed, or a finished run
+        with nothing to retry: commands wake it)."""
+        if not self.state.timer.armed or (self.patches.watch and waits_for_commands(self.state)):
             return None
         return workflow.now() + timedelta(seconds=self.interval())
 

@@ -10,13 +10,13 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import policy, rulings
+    from . import policy, rulings, worker_watch
     from .activity_io import CaptureRequest, CurateRequest, CurateResult
     from .contracts import UNCHANGEABLE_PHASES, Capture, Notice, Signoff, SignoffRequest
     from .eval_run_capacity import release
     from .eval_run_change import reuse_from_store
     from .eval_run_context import RunContext, cause_of
-    from .eval_run_workers import stop_workers
+    from .eval_run_workers import stop_and_forget, stop_workers
     from .names import Activity
 
 
@@ -68,6 +68,7 @@ def signoff_blockers(ctx: RunContext) -> list[str]:
         unscanned=bool(policy.unscanned_logs(state)),
         scan_problem=state.scan_problem,
         settled_logs=policy.settled_logs(state),
+        waiting_for=worker_watch.rulings_waiting(state),
     )
 
 
@@ -88,6 +89,9 @@ async def signoff(ctx: RunContext, request: SignoffRequest) -> Signoff:
         # Checked again under the lock: a tend may have changed the run since the validator.
         raise ApplicationError("Signoff refused: " + "; ".join(blockers) + ".", non_retryable=True)
     state = ctx.state
+    if ctx.patches.watch:
+        # Never leave a live worker of the run behind (one lingering after its success log).
+        await stop_and_forget(ctx, {w: "signoff" for w in state.workers})
     keep = [t.log for t in state.tasks if t.log and t.phase == "complete"]
     curated: CurateResult = await ctx.activity(
         Activity.CURATE_LOGS,

@@ -1,5 +1,6 @@
 """The ramp, applied: each tend re-reads the workspace's live options (a run follows
-_steward.yaml edits: ramp range, standing rules, heartbeat, prices, tend interval, and reports
+_steward.yaml edits: ramp range, standing rules, heartbeat, prices, tend interval, the watches'
+limits, and reports
 drift of the definition), plans every task's setpoint (workflows/setpoint_plan.py decides),
 retunes the live workers through their control sockets, and resizes the reservation."""
 
@@ -14,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     from .eval_run_capacity import resize_reservation
     from .eval_run_change import follow_drift
     from .eval_run_context import RunContext
+    from .eval_run_watch import watch_all
     from .names import Activity
     from .setpoint_plan import plan_setpoints
 
@@ -54,6 +56,14 @@ def follow_live_options(ctx: RunContext, fresh: LiveOptions) -> None:
             applies=state.timer.interval is None,
         )
         ctx.settings = ctx.settings.model_copy(update={"tend_interval": fresh.tend_interval})
+    if patches.watch and fresh.watch is not None and fresh.watch != ctx.settings.watch:
+        ctx.journal(
+            "watch limits changed",
+            previous=ctx.settings.watch.model_dump(),
+            now=fresh.watch.model_dump(),
+        )
+        ctx.settings = ctx.settings.model_copy(update={"watch": fresh.watch})
+        watch_all(ctx)  # the watches judge by the new limits from now
     if fresh.problem != state.options_problem:
         state.options_problem = fresh.problem
         if fresh.problem:

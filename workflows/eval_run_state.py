@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from .contracts import TERMINAL_PHASES, RunState
+from .policy import settled_logs, unscanned_logs
+from .rulings import pending_actions
 
 
 def visible_state(state: RunState) -> str:
@@ -26,6 +28,18 @@ def effective_interval(phase: str, tend_interval: float) -> float:
     return max(tend_interval, 600.0) if phase == "finished" else tend_interval
 
 
+def waits_for_commands(state: RunState) -> bool:
+    """A finished run with nothing left to retry (no live worker, no undelivered notice, no
+    unscanned log, no ruling to carry out) needs no timer: a command or a watch wakes it."""
+    return (
+        state.phase == "finished"
+        and not state.workers
+        and not state.outbox
+        and not unscanned_logs(state)
+        and not pending_actions(state.triage, settled_logs(state))
+    )
+
+
 def unsupervised(state: RunState, tend_interval: float, now: datetime) -> str | None:
     """Why the run is unsupervised (no tend for two intervals: the Steward worker is down),
     or None. Judged by the reader against its own clock: a stopped workflow cannot say so."""
@@ -33,6 +47,7 @@ def unsupervised(state: RunState, tend_interval: float, now: datetime) -> str | 
         state.phase in TERMINAL_PHASES | {"capturing", "queued"}
         or state.last_tend_at is None
         or not state.timer.armed  # disarmed: it tends only when asked
+        or state.next_tend_at is None  # nothing scheduled: it waits for commands
     ):
         return None
     interval = effective_interval(state.phase, state.timer.interval or tend_interval)

@@ -1,6 +1,8 @@
 """One tend, step by step: observe the run (logs, workers, anomalies) → apply what was seen
-(completions, exits, stalls; policy.apply_observation decides) → ramp → triage and the cost
-cap → admission and spawns → the run's phase → journal, notices, workspace files.
+(completions, exits, stalls; policy.apply_observation decides) and what the watches reported
+(lingering and hung workers) → ramp → triage and the cost cap → admission and spawns → the
+run's phase → journal, notices, workspace files → the integrity scan, once every task is
+settled (after the run says `finished`: the scan gates signoff, not the finish).
 
 A tend that cannot see the run changes nothing and says so once per reason.
 """
@@ -17,8 +19,9 @@ with workflow.unsafe.imports_passed_through():
     from .eval_run_capacity import account_capacity, admit, needs_admission, queued, release
     from .eval_run_context import Patches, RunContext, cause_of
     from .eval_run_ramp import ramp
-    from .eval_run_triage import check_cost_cap, triage
-    from .eval_run_workers import spawn
+    from .eval_run_triage import check_cost_cap, scan, triage
+    from .eval_run_watch import exit_details, hung_anomalies
+    from .eval_run_workers import spawn, stop_lingering_and_restarted
     from .names import Activity
 
 
@@ -34,9 +37,11 @@ async def tend(ctx: RunContext) -> TendSummary:
     )
     if nothing_to_tend(ctx):
         return summary
+    ends, ctx.worker_ends = ctx.worker_ends, []
     try:
         observation = await _observe(ctx)
     except ActivityError as err:
+        ctx.worker_ends[:0] = ends  # for the next tend
         summary.problem = f"observing the run failed: {cause_of(err)}"
         ctx.journal("tend failed", problem=summary.problem)
         notice = notices.tend_problem_notice(state, summary.problem)
@@ -45,7 +50,10 @@ async def tend(ctx: RunContext) -> TendSummary:
         await ctx.flush_outbox()
         await ctx.write_workspace()
         return summary
-    stalled = await _apply_observation(ctx, observation, summary)
+    stalled = await _apply_observation(ctx, observation, summary, exit_details(ends))
+    if ctx.patches.watch:
+        await stop_lingering_and_restarted(ctx, ends, summary)
+        observation.anomalies = (observation.anomalies or []) + hung_anomalies(ctx, ends)
     if Patches.ramp():
         await ramp(ctx, observation)
     if ctx.patches.decisions:
@@ -55,6 +63,9 @@ async def tend(ctx: RunContext) -> TendSummary:
     await _start_work(ctx, summary)
     await _settle_phase(ctx)
     await _finish_tend(ctx, summary)
+    if ctx.patches.watch and not policy.open_tasks(state) and policy.unscanned_logs(state):
+        await scan(ctx, summary)
+        await _publish(ctx)
     return summary
 
 
@@ -83,10 +94,10 @@ async def _observe(ctx: RunContext) -> Observation:
 
 
 async def _apply_observation(
-    ctx: RunContext, observation: Observation, summary: TendSummary
+    ctx: RunContext, observation: Observation, summary: TendSummary, exits: dict[str, str]
 ) -> list[str]:
-    """Progress, completions, worker exits and stalls; completed tasks' logs tidied. Returns
-    the tasks that stalled in this tend."""
+    """Progress, completions, worker exits (`exits`: how, as their watches saw it) and stalls;
+    completed tasks' logs tidied. Returns the tasks that stalled in this tend."""
     state = ctx.state
     outcome = policy.apply_observation(state, observation, ctx.settings.stall_after)
     account_capacity(ctx)
@@ -94,7 +105,10 @@ async def _apply_observation(
         priced = policy.llm_cost(state).dollars(ctx.settings.prices)
         state.cost.usd, state.cost.unpriced = priced[0], priced[1]
     for worker_id in outcome.exited_workers:
-        ctx.journal("worker exited", worker=worker_id)
+        if worker_id in exits:
+            ctx.journal("worker exited", worker=worker_id, how=exits[worker_id])
+        else:
+            ctx.journal("worker exited", worker=worker_id)
     for identifier in outcome.completed:
         task = state.task(identifier)
         summary.completed.append(task.spec.name)
@@ -156,9 +170,6 @@ async def _finish_tend(ctx: RunContext, summary: TendSummary) -> None:
         state.finished_at = None
     state.tend_count = summary.tend  # counted when done, so status never shows a tend half-way
     state.last_tend_at = workflow.now()
-    state.next_tend_at = (
-        None if state.phase == "finished" and not decisions_on else ctx.next_tend_at()
-    )
     summary.phase, summary.paused = state.phase, state.paused
     summary.samples_done, summary.samples_total = state.samples_done, state.samples_total
     ctx.journal(
@@ -169,10 +180,20 @@ async def _finish_tend(ctx: RunContext, summary: TendSummary) -> None:
         samples_total=summary.samples_total,
         spawned=summary.spawned,
     )
+    await _publish(ctx)
+
+
+async def _publish(ctx: RunContext) -> None:
+    """Notify what is due, then show the state as it is now (workspace files, search
+    attributes) with when the timer fires next."""
+    state, decisions_on = ctx.state, ctx.patches.decisions
     if decisions_on:
         state.outbox.extend(notices.decision_notices(state))
         heartbeat = notices.heartbeat_notice(state, ctx.settings.heartbeat, workflow.now())
         if heartbeat is not None:
             state.outbox.append(heartbeat)
         await ctx.flush_outbox()
+    state.next_tend_at = (
+        None if state.phase == "finished" and not decisions_on else ctx.next_tend_at()
+    )
     await ctx.publish_state()

@@ -45,6 +45,8 @@ async def triage(
     for decision_id in rulings.route_unattended(state.triage, tend):
         ctx.journal("routed to operator", decision=decision_id, reason="no agent collected")
     await apply_rulings(ctx, summary)
+    if ctx.patches.watch:
+        return  # the tend scans after it published the finish
     if not policy.open_tasks(state) and policy.unscanned_logs(state):
         await scan(ctx, summary)
 
@@ -104,6 +106,10 @@ def rule(ctx: RunContext, request: RuleRequest) -> RuleResult:
             task.phase, task.fruitless = "pending", 0
         else:
             task.phase = "given_up"
+    if cls is not None and cls.kind == "hung_worker" and result.effect == "ruled":
+        worker = cls.instances[-1].anomaly.worker
+        if request.verdict == "restart" and worker in state.workers:
+            state.restart_workers.append(worker)
     ctx.wake = True
     return result
 

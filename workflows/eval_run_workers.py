@@ -1,5 +1,6 @@
-"""The run's task workers: spawn one for a group of tasks (each resuming its log), and stop
-workers (all of them on cancel; those whose tasks leave the run on a relaunch)."""
+"""The run's task workers: spawn one for a group of tasks (each resuming its log) and watch it,
+and stop workers (all of them on cancel and at signoff; those whose tasks leave the run on a
+relaunch; lingering ones, and hung ones ruled `restart`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from .activity_io import SelectedTask, SpawnRequest, StopRequest, StopResult
-    from .contracts import TaskState, WorkerProcess
+    from .activity_io import SelectedTask, SpawnRequest, StopRequest, StopResult, WorkerEnd
+    from .contracts import TaskState, TendSummary, WorkerProcess
     from .eval_run_context import RunContext
+    from .eval_run_watch import watch
     from .names import Activity
 
 STOP_GRACE_SECONDS = 30.0
@@ -44,6 +46,7 @@ async def spawn(ctx: RunContext, group: list[TaskState]) -> list[str]:
         Activity.SPAWN_WORKER, request, result_type=WorkerProcess
     )
     state.workers[worker_id] = worker
+    watch(ctx, worker_id)
     for task in group:
         task.phase, task.worker_id = "running", worker_id
         task.attempts += 1
@@ -70,17 +73,45 @@ async def stop_workers(ctx: RunContext, workers: list[WorkerProcess]) -> StopRes
     )
 
 
-async def stop_workers_of(ctx: RunContext, identifiers: set[str]) -> None:
-    """Stop the workers running tasks that leave the run; their other tasks respawn."""
+async def stop_and_forget(ctx: RunContext, reasons: dict[str, str]) -> list[str]:
+    """Stop these workers (worker id -> why), forget them and journal it. Their unfinished
+    tasks go back to pending, counted as no worker death; returns those tasks' names."""
     state = ctx.state
-    workers = [w for w in state.workers.values() if set(w.tasks) & identifiers]
+    workers = [state.workers[w] for w in reasons if w in state.workers]
     if not workers:
-        return
-    await stop_workers(ctx, workers)
+        return []
+    result = await stop_workers(ctx, workers)
+    pending = []
     for worker in workers:
         state.workers.pop(worker.worker_id, None)
         for identifier in worker.tasks:
             task = next((t for t in state.tasks if t.spec.identifier == identifier), None)
-            if task is not None and task.phase == "running":
+            if task is not None and task.phase == "running" and task.worker_id == worker.worker_id:
                 task.phase, task.worker_id = "pending", None
-        ctx.journal("worker stopped", worker=worker.worker_id, reason="its task left the run")
+                pending.append(task.spec.name)
+        ctx.journal(
+            "worker stopped",
+            worker=worker.worker_id,
+            pid=worker.pid,
+            reason=reasons[worker.worker_id],
+            killed=worker.worker_id in result.killed,
+        )
+    return pending
+
+
+async def stop_workers_of(ctx: RunContext, identifiers: set[str]) -> None:
+    """Stop the workers running tasks that leave the run; their other tasks respawn."""
+    leaving = [w for w in ctx.state.workers.values() if set(w.tasks) & identifiers]
+    await stop_and_forget(ctx, {w.worker_id: "its task left the run" for w in leaving})
+
+
+async def stop_lingering_and_restarted(
+    ctx: RunContext, ends: list[WorkerEnd], summary: TendSummary
+) -> None:
+    """Stop the workers their watches found lingering, and hung ones ruled `restart` (their
+    tasks respawn from their logs in this tend)."""
+    state = ctx.state
+    reasons = {e.worker_id: f"lingering: {e.detail}" for e in ends if e.kind == "lingering"}
+    reasons.update({w: "restart ruled on a hung worker" for w in state.restart_workers})
+    state.restart_workers = []
+    summary.restarted += await stop_and_forget(ctx, reasons)

@@ -35,6 +35,7 @@ class Activity:
     SPAWN_WORKER: Final = "spawn_worker"
     STOP_WORKERS: Final = "stop_workers"
     TIDY_LOGS: Final = "tidy_logs"
+    WATCH_WORKER: Final = "watch_worker"
     WRITE_WORKSPACE: Final = "write_workspace"
 
     @classmethod

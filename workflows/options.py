@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from .activity_io import LiveOptions
-from .contracts import RunSettings
+from .contracts import RunSettings, WatchLimits
 from .cost import CostCap, Price
 from .decisions import StandingRules
 
@@ -169,6 +169,23 @@ class StewardOptions(BaseModel):
     stuck_after: Duration = _option(
         "5h", "Errors", "Report a sample with no activity for this long."
     )
+    start_timeout: Duration = _option(
+        "10m",
+        "Errors",
+        "Ask the operator about a worker with neither log nor control socket this long after "
+        "its start.",
+    )
+    unresponsive_after: Duration = _option(
+        "5m",
+        "Errors",
+        "Ask the operator about a live worker whose control socket (and log) stayed silent "
+        "this long.",
+    )
+    linger_after: Duration = _option(
+        "60s",
+        "Errors",
+        "Stop a worker still alive this long after its tasks' logs are complete.",
+    )
     preauthorized: Annotated[dict[str, RulingVerb] | None, BeforeValidator(_from_text)] = _option(
         None, "Standing rules", "Anomaly-class patterns mapped to rerun, exclude, zero or score."
     )
@@ -258,6 +275,7 @@ def run_settings(options: StewardOptions) -> RunSettings:
         samples_ramp=options.samples_ramp,
         stuck_after=options.stuck_after,
         heartbeat=options.heartbeat,
+        watch=watch_limits(options),
         rules=standing_rules(options),
         scan_model=options.scan_model,
         scanners=options.scanners or [],
@@ -279,4 +297,13 @@ def live_options(options: StewardOptions, definition_hash: str | None) -> LiveOp
         cost_cap=options.cost_cap,
         definition_hash=definition_hash,
         tend_interval=options.tend_interval,
+        watch=watch_limits(options),
+    )
+
+
+def watch_limits(options: StewardOptions) -> WatchLimits:
+    return WatchLimits(
+        start_timeout=options.start_timeout,
+        unresponsive_after=options.unresponsive_after,
+        linger_after=options.linger_after,
     )

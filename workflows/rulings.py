@@ -192,7 +192,10 @@ def signoff_blockers(
     unscanned: bool,
     scan_problem: str | None,
     settled_logs: dict[str, str] | None = None,
+    waiting_for: list[str] | None = None,
 ) -> list[str]:
+    """Why the run cannot be signed off yet (`waiting_for`: the live workers ruled log edits
+    wait for, as people should read them)."""
     blockers = []
     if open_tasks:
         blockers.append(f"tasks not complete or settled: {', '.join(open_tasks)}")
@@ -205,7 +208,10 @@ def signoff_blockers(
     unapplied = {c.id for c in triage.classes if c.state == "ruled"}
     unapplied |= {a.class_id for a in pending_actions(triage, settled_logs or {})}
     if unapplied:
-        blockers.append(f"rulings not yet applied: {', '.join(sorted(unapplied))}")
+        blockers.append(
+            f"rulings not yet applied: {', '.join(sorted(unapplied))}"
+            + (f" (waiting for {'; '.join(waiting_for)} to exit)" if waiting_for else "")
+        )
     if unscanned:
         blockers.append(
             "transcripts not scanned yet"

@@ -213,13 +213,15 @@ def test_unsupervised_after_two_intervals_without_a_tend():
     from workflows.contracts import RunState
     from workflows.eval_run_state import unsupervised
 
-    state = RunState(phase="running", last_tend_at=NOW)
+    state = RunState(phase="running", last_tend_at=NOW, next_tend_at=NOW + timedelta(seconds=60))
     assert unsupervised(state, 60, NOW + timedelta(seconds=119)) is None
     warning = unsupervised(state, 60, NOW + timedelta(seconds=121))
     assert warning and "unsupervised" in warning and "steward worker" in warning
     # A finished run waiting for signoff tends at least every 10 minutes.
     assert unsupervised(state.model_copy(update={"phase": "finished"}), 60, NOW + timedelta(seconds=121)) is None  # fmt: skip
     assert unsupervised(state.model_copy(update={"phase": "signed_off"}), 60, NOW + timedelta(days=1)) is None  # fmt: skip
+    # Nothing scheduled (a finished run with nothing to retry waits for commands): not a warning.
+    assert unsupervised(state.model_copy(update={"next_tend_at": None}), 60, NOW + timedelta(days=1)) is None  # fmt: skip
 
 
 def test_notices_one_per_decision_heartbeat_due_and_problem_once():

@@ -1,0 +1,137 @@
+"""What a watched worker's pulse means, as pure functions (the watch activity and the status
+renderers call them; the tests check them without Temporal or processes).
+
+A watch (activities/watch.py) heartbeats a `WorkerPulse` every few seconds and completes with a
+`WorkerEnd` when the worker exits or needs the run's attention:
+
+* **hung** — no log and no control socket `start_timeout` after spawn (stuck before
+  `eval_set()` ran), or no sign of life (socket answer, log write) for `unresponsive_after`
+  while the process lives (its event loop blocked, or it hangs after `eval_set()` returned).
+  Samples waiting on an approval are not hung: the socket still answers for them.
+* **lingering** — every task's newest log is `success` and the process is still alive
+  `linger_after` later.
+
+Progress shown by `steward status` is the newest of the run's own (as of its last tend) and the
+watches' pulses (as of their last heartbeat), each with its age.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .activity_io import WorkerEnd
+from .contracts import RunState, RunStatus, WatchLimits, WorkerProcess, WorkerPulse
+from .decisions import LOG_VERDICTS
+from .options import format_duration
+
+
+def last_sign_of_life(pulse: WorkerPulse, worker: WorkerProcess) -> datetime:
+    """The spawn, the socket's last answer or the newest log write, whichever is latest."""
+    signs = [worker.started_at, pulse.answered_at, pulse.logged_at]
+    return max(s for s in signs if s is not None)
+
+
+def judge(
+    pulse: WorkerPulse,
+    worker: WorkerProcess,
+    limits: WatchLimits,
+    now: datetime,
+    hang_reported: datetime | None = None,
+) -> WorkerEnd | None:
+    """Whether a live worker needs the run's attention now (None: it is fine)."""
+    if pulse.success_at is not None:
+        if (now - pulse.success_at).total_seconds() >= limits.linger_after:
+            return WorkerEnd(
+                worker_id=worker.worker_id,
+                kind="lingering",
+                at=now,
+                since=pulse.success_at,
+                detail=f"worker {worker.worker_id} (pid {worker.pid}) still alive "
+                f"{format_duration(limits.linger_after)} after its tasks' logs were success",
+            )
+        return None  # done and winding down: not a hang
+    life = last_sign_of_life(pulse, worker)
+    if hang_reported is not None and life <= hang_reported:
+        return None  # this hang was reported; a new one needs a sign of life first
+    silent = (now - life).total_seconds()
+    never = pulse.answered_at is None and (
+        pulse.logged_at is None or pulse.logged_at <= worker.started_at
+    )
+    if never and silent >= limits.start_timeout:
+        detail = (
+            f"no log and no control socket {format_duration(limits.start_timeout)} after "
+            "spawn (stuck before eval_set() ran?)"
+        )
+    elif not never and silent >= limits.unresponsive_after:
+        detail = (
+            f"no control-socket answer and no log write for {format_duration(silent)} "
+            "while the process lives (event loop blocked, or stuck after eval_set() returned?)"
+        )
+    else:
+        return None
+    return WorkerEnd(
+        worker_id=worker.worker_id,
+        kind="hung",
+        at=now,
+        since=life,
+        detail=f"worker {worker.worker_id} (pid {worker.pid}): {detail}",
+    )
+
+
+def with_live_progress(status: RunStatus, pulses: list[WorkerPulse], now: datetime) -> RunStatus:
+    """The status with each running task's progress as of its watch's last heartbeat, when
+    that is newer than the run's last tend; `progress_at` says as of when, per task."""
+    state = status.state.model_copy(deep=True)
+    progress_at: dict[str, datetime] = {}
+    by_task = {
+        identifier: (pulse, progress)
+        for pulse in pulses
+        if pulse.worker_id in state.workers
+        for identifier, progress in pulse.progress.items()
+    }
+    for task in state.tasks:
+        identifier = task.spec.identifier
+        seen = by_task.get(identifier)
+        if (
+            seen is not None
+            and task.worker_id == seen[0].worker_id
+            and task.phase == "running"
+            and (state.last_tend_at is None or seen[0].at > state.last_tend_at)
+        ):
+            progress = seen[1]
+            task.progress = progress.model_copy(
+                update={"total": progress.total or task.spec.planned_samples}
+            )
+            progress_at[identifier] = seen[0].at
+        elif state.last_tend_at is not None:
+            progress_at[identifier] = state.last_tend_at
+    return status.model_copy(
+        update={"state": state, "progress_at": progress_at, "live": pulses, "read_at": now}
+    )
+
+
+def rulings_waiting(state: RunState) -> list[str]:
+    """The live workers that ruled log edits wait for (a log is edited once no process writes
+    it), each named for a person."""
+    waiting: set[str] = set()
+    for cls in state.triage.classes:
+        ruling = cls.ruling
+        if cls.state != "ruled" or ruling is None or ruling.verdict not in LOG_VERDICTS:
+            continue
+        waiting |= {i.anomaly.task for i in cls.instances if i.applied != ruling.verdict}
+    return waiting_workers(state, waiting)
+
+
+def waiting_workers(state: RunState, identifiers: set[str]) -> list[str]:
+    """The live workers that `identifiers`' rulings wait for, each named for a person:
+    task, pid and since when."""
+    lines = []
+    for task in state.tasks:
+        worker = state.workers.get(task.worker_id or "")
+        if task.spec.identifier not in identifiers or worker is None:
+            continue
+        lines.append(
+            f"worker {worker.worker_id} of {task.spec.name} (pid {worker.pid}, alive since "
+            f"{worker.started_at:%Y-%m-%d %H:%M:%S} UTC)"
+        )
+    return lines
