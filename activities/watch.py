@@ -194,6 +194,7 @@ async def watch_worker(request: WatchRequest) -> WorkerEnd:
                 request.limits,
                 datetime.now(UTC),
                 request.hang_reported,
+                request.complete_reported,
             )
             if end is not None and watcher.alive():
                 return end

@@ -61,13 +61,15 @@ class WatchRequest(BaseModel):
     # The last sign of life of a hang already reported: a hang is reported again only after
     # the worker showed life since (it recovered, then hung anew).
     hang_reported: datetime | None = None
+    complete_reported: bool = False  # the run heard its tasks' logs are success
 
 
-WatchEnd = Literal["exited", "hung", "lingering"]
+WatchEnd = Literal["exited", "complete", "hung", "lingering"]
 
 
 class WorkerEnd(BaseModel):
-    """Why a watch completed: the process exited, or it needs the run's attention."""
+    """Why a watch completed: the process exited, its tasks are complete while it winds down
+    (the run finishes them without waiting for the exit), or it needs the run's attention."""
 
     worker_id: str
     kind: WatchEnd

@@ -79,6 +79,7 @@ class RunContext:
         self.rearm = False  # the timer changed: wait again with the new one
         self.watches: dict[str, asyncio.Task[None]] = {}  # worker id -> its watch loop
         self.worker_ends: list[WorkerEnd] = []  # what the watches reported since the last tend
+        self.scanning = False  # the integrity scan runs (a signoff waits for it)
 
     @property
     def settings(self) -> RunSettings:

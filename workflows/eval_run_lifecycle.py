@@ -58,14 +58,16 @@ async def capture(ctx: RunContext) -> bool:
 
 
 # ---------------------------------------------------------------- signoff
-def signoff_blockers(ctx: RunContext) -> list[str]:
+def signoff_blockers(ctx: RunContext, scan_running_blocks: bool = True) -> list[str]:
+    """Why the run cannot be signed off now. A scan that is running blocks only under the lock
+    (`scan_running_blocks`): the validator lets the signoff wait for it instead."""
     state = ctx.state
     if state.phase in UNCHANGEABLE_PHASES:
         return [f"the run is {state.phase}"]
     return rulings.signoff_blockers(
         state.triage,
         open_tasks=[t.spec.name for t in state.tasks if t.phase not in ("complete", "given_up")],
-        unscanned=bool(policy.unscanned_logs(state)),
+        unscanned=bool(policy.unscanned_logs(state)) and (scan_running_blocks or not ctx.scanning),
         scan_problem=state.scan_problem,
         settled_logs=policy.settled_logs(state),
         waiting_for=worker_watch.rulings_waiting(state),
@@ -78,7 +80,7 @@ def signoff_problem(ctx: RunContext, request: SignoffRequest) -> str | None:
         return "This run predates signoff; it ends on its own when finished."
     if not request.by.strip():
         return "Signoff needs a name: pass --by NAME."
-    blockers = signoff_blockers(ctx)
+    blockers = signoff_blockers(ctx, scan_running_blocks=False)
     return "Signoff refused: " + "; ".join(blockers) + "." if blockers else None
 
 

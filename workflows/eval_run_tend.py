@@ -64,7 +64,11 @@ async def tend(ctx: RunContext) -> TendSummary:
     await _settle_phase(ctx)
     await _finish_tend(ctx, summary)
     if ctx.patches.watch and not policy.open_tasks(state) and policy.unscanned_logs(state):
-        await scan(ctx, summary)
+        ctx.scanning = True
+        try:
+            await scan(ctx, summary)
+        finally:
+            ctx.scanning = False
         await _publish(ctx)
     return summary
 

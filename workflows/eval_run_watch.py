@@ -49,6 +49,7 @@ def watch_all(ctx: RunContext) -> None:
 
 async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
     hang_reported: datetime | None = None
+    complete_reported = False
     while ctx.state.phase not in TERMINAL_PHASES:
         worker = ctx.state.workers.get(worker_id)
         if worker is None:
@@ -60,6 +61,7 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
                 log_dir=ctx.state.log_dir,
                 limits=ctx.settings.watch,
                 hang_reported=hang_reported,
+                complete_reported=complete_reported,
             ),
             result_type=WorkerEnd,
             timeout=WATCH_LIFETIME,
@@ -73,7 +75,10 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
             # The tend stops it; the watch's work is done once the run forgets it.
             await workflow.wait_condition(lambda: worker_id not in ctx.state.workers)
             return
-        hang_reported = end.since  # reported; another hang needs a sign of life first
+        if end.kind == "complete":
+            complete_reported = True  # the tend marks its tasks complete; watch on for the exit
+        else:
+            hang_reported = end.since  # reported; another hang needs a sign of life first
 
 
 def exit_details(ends: list[WorkerEnd]) -> dict[str, str]:

@@ -8,6 +8,9 @@ A watch (activities/watch.py) heartbeats a `WorkerPulse` every few seconds and c
   `eval_set()` ran), or no sign of life (socket answer, log write) for `unresponsive_after`
   while the process lives (its event loop blocked, or it hangs after `eval_set()` returned).
   Samples waiting on an approval are not hung: the socket still answers for them.
+* **complete** — every task's newest log is `success` and the process has not exited
+  `COMPLETE_GRACE_S` later (a worker normally exits within a second of it): the run marks the
+  tasks complete now rather than when the process goes.
 * **lingering** — every task's newest log is `success` and the process is still alive
   `linger_after` later.
 
@@ -31,16 +34,30 @@ def last_sign_of_life(pulse: WorkerPulse, worker: WorkerProcess) -> datetime:
     return max(s for s in signs if s is not None)
 
 
+COMPLETE_GRACE_S = 3.0
+
+
 def judge(
     pulse: WorkerPulse,
     worker: WorkerProcess,
     limits: WatchLimits,
     now: datetime,
     hang_reported: datetime | None = None,
+    complete_reported: bool = False,
 ) -> WorkerEnd | None:
     """Whether a live worker needs the run's attention now (None: it is fine)."""
     if pulse.success_at is not None:
-        if (now - pulse.success_at).total_seconds() >= limits.linger_after:
+        done_for = (now - pulse.success_at).total_seconds()
+        if not complete_reported and COMPLETE_GRACE_S <= done_for < limits.linger_after:
+            return WorkerEnd(
+                worker_id=worker.worker_id,
+                kind="complete",
+                at=now,
+                since=pulse.success_at,
+                detail=f"worker {worker.worker_id} (pid {worker.pid}): its tasks' logs are "
+                "success; it has not exited yet",
+            )
+        if done_for >= limits.linger_after:
             return WorkerEnd(
                 worker_id=worker.worker_id,
                 kind="lingering",
