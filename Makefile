@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench bench-queue bench-ramp clean
+.PHONY: setup demo test test-fast lint bench bench-queue bench-react bench-ramp clean
 
 setup: $(STAMP)
 
@@ -20,7 +20,6 @@ DEMO := demo-workspace
 demo: setup
 	rm -rf $(DEMO)
 	$(BIN)/steward init $(DEMO)
-	printf 'tend_interval: 5s\n' >> $(DEMO)/_steward.yaml
 	cd $(DEMO) && ../$(BIN)/steward launch
 	cd $(DEMO) && ../$(BIN)/steward status --wait
 	cd $(DEMO) && ../$(BIN)/steward collect
@@ -51,6 +50,9 @@ bench: setup
 
 bench-queue: setup
 	$(BIN)/python -m bench.queue
+
+bench-react: setup
+	$(BIN)/python -m bench.react
 
 bench-ramp: setup
 	$(BIN)/pip install --quiet -e ".[bench]"

@@ -81,7 +81,7 @@ class WorkerLook:
             for i in worker.tasks
             if statuses.get(i) == "success" and i in newest and newest[i][1] > worker.started_at
         ]
-        if len(done) == len(worker.tasks) and pulse.success_at is None:
+        if worker.tasks and len(done) == len(worker.tasks) and pulse.success_at is None:
             pulse.success_at = max(done)
         elif len(done) < len(worker.tasks):
             pulse.success_at = None

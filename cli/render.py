@@ -40,11 +40,18 @@ def _next_tend(status: RunStatus) -> str:
     return f"next {_when(state.next_tend_at)} (timer every {format_duration(interval)}; sooner on events)"
 
 
-def _age(status: RunStatus, identifier: str) -> str:
-    at = status.progress_at.get(identifier)
-    if at is None or status.read_at is None:
-        return "—"
-    return f"{max(0, int((status.read_at - at).total_seconds()))}s ago"
+def _progress_age(status: RunStatus) -> str | None:
+    """How old the running tasks' progress is (the oldest), and where it comes from."""
+    running = {t.spec.identifier for t in status.state.tasks if t.phase == "running"}
+    ages = [
+        (status.read_at - at).total_seconds()
+        for identifier, at in status.progress_at.items()
+        if identifier in running and status.read_at is not None
+    ]
+    if not ages:
+        return None
+    source = "the workers' heartbeats" if status.live else "the last tend"
+    return f"progress as of {max(0, int(max(ages)))}s ago at most ({source})"
 
 
 def print_status(status: RunStatus) -> None:
@@ -105,9 +112,9 @@ def print_status(status: RunStatus) -> None:
     if state.tasks:
         table = Table()
         table.add_column("task / model", no_wrap=True)
-        for column in ("state", "samples", "errors", "flight", "setpoint", "tries", "as of"):
+        for column in ("state", "samples", "errors", "flight", "setpoint", "tries"):
             table.add_column(column, no_wrap=True)
-        for task, row in zip(state.tasks, task_rows(state.tasks), strict=True):
+        for row in task_rows(state.tasks):
             table.add_row(
                 f"{row['task']}\n[dim]{row['model']}[/]",
                 row["phase"],
@@ -116,9 +123,11 @@ def print_status(status: RunStatus) -> None:
                 str(row["in_flight"]),
                 f"{row['max_samples']}{' pinned' if row['pinned'] else ''}",
                 str(row["attempts"]),
-                _age(status, task.spec.identifier),
             )
         console.print(table)
+        age = _progress_age(status)
+        if age:
+            console.print(age, highlight=False)
     if status.web_ui:
         console.print(f"web UI: {status.web_ui}", highlight=False)
 

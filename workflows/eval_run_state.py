@@ -29,14 +29,16 @@ def effective_interval(phase: str, tend_interval: float) -> float:
 
 
 def waits_for_commands(state: RunState) -> bool:
-    """A finished run with nothing left to retry (no live worker, no undelivered notice, no
-    unscanned log, no ruling to carry out) needs no timer: a command or a watch wakes it."""
+    """A finished run with nothing left to do on its own (no live worker, no undelivered
+    notice, no unscanned log, no ruling to carry out, no agent item still to route to the
+    operator if no agent looks) needs no timer: a command or a watch wakes it."""
     return (
         state.phase == "finished"
         and not state.workers
         and not state.outbox
         and not unscanned_logs(state)
         and not pending_actions(state.triage, settled_logs(state))
+        and not any(d.open and d.owner == "agent" and not d.routed for d in state.triage.decisions)
     )
 
 

@@ -89,13 +89,16 @@ async def stop_and_forget(ctx: RunContext, reasons: dict[str, str]) -> list[str]
             if task is not None and task.phase == "running" and task.worker_id == worker.worker_id:
                 task.phase, task.worker_id = "pending", None
                 pending.append(task.spec.name)
-        ctx.journal(
-            "worker stopped",
-            worker=worker.worker_id,
-            pid=worker.pid,
-            reason=reasons[worker.worker_id],
-            killed=worker.worker_id in result.killed,
-        )
+        if worker.worker_id in result.stopped_gracefully + result.killed:
+            ctx.journal(
+                "worker stopped",
+                worker=worker.worker_id,
+                pid=worker.pid,
+                reason=reasons[worker.worker_id],
+                killed=worker.worker_id in result.killed,
+            )
+        else:  # it had exited by itself before the stop came
+            ctx.journal("worker exited", worker=worker.worker_id, pid=worker.pid)
     return pending
 
 

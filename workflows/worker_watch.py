@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .activity_io import WorkerEnd
+from .activity_io import WatchEnd, WorkerEnd
 from .contracts import RunState, RunStatus, WatchLimits, WorkerProcess, WorkerPulse
 from .decisions import LOG_VERDICTS
 from .options import format_duration
@@ -49,23 +49,15 @@ def judge(
     if pulse.success_at is not None:
         done_for = (now - pulse.success_at).total_seconds()
         if not complete_reported and COMPLETE_GRACE_S <= done_for < limits.linger_after:
-            return WorkerEnd(
-                worker_id=worker.worker_id,
-                kind="complete",
-                at=now,
-                since=pulse.success_at,
-                detail=f"worker {worker.worker_id} (pid {worker.pid}): its tasks' logs are "
-                "success; it has not exited yet",
-            )
+            return _end(
+                worker, "complete", now, pulse.success_at, "its tasks' logs are success; it "
+                "has not exited yet",
+            )  # fmt: skip
         if done_for >= limits.linger_after:
-            return WorkerEnd(
-                worker_id=worker.worker_id,
-                kind="lingering",
-                at=now,
-                since=pulse.success_at,
-                detail=f"worker {worker.worker_id} (pid {worker.pid}) still alive "
+            return _end(
+                worker, "lingering", now, pulse.success_at, f"still alive "
                 f"{format_duration(limits.linger_after)} after its tasks' logs were success",
-            )
+            )  # fmt: skip
         return None  # done and winding down: not a hang
     life = last_sign_of_life(pulse, worker)
     if hang_reported is not None and life <= hang_reported:
@@ -81,17 +73,23 @@ def judge(
         )
     elif not never and silent >= limits.unresponsive_after:
         detail = (
-            f"no control-socket answer and no log write for {format_duration(silent)} "
+            f"no control-socket answer and no log write for {format_duration(round(silent))} "
             "while the process lives (event loop blocked, or stuck after eval_set() returned?)"
         )
     else:
         return None
+    return _end(worker, "hung", now, life, detail)
+
+
+def _end(
+    worker: WorkerProcess, kind: WatchEnd, now: datetime, since: datetime, what: str
+) -> WorkerEnd:
     return WorkerEnd(
         worker_id=worker.worker_id,
-        kind="hung",
+        kind=kind,
         at=now,
-        since=life,
-        detail=f"worker {worker.worker_id} (pid {worker.pid}): {detail}",
+        since=since,
+        detail=f"worker {worker.worker_id} (pid {worker.pid}): {what}",
     )
 
 

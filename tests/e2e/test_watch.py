@@ -94,6 +94,15 @@ def _decision(steward, workspace: Path, kind: str) -> dict | None:
     return next((d for d in found if d["kind"] == kind), None)
 
 
+def _wait_decision(steward, workspace: Path, kind: str, timeout: float) -> dict:
+    return wait_for(
+        lambda: _decision(steward, workspace, kind),
+        timeout=timeout,
+        interval=1.0,
+        what=f"a {kind} decision",
+    )
+
+
 def _events(workspace: Path, name: str) -> list[dict]:
     return [e for e in read_journal(workspace) if e["event"] == name]
 
@@ -105,18 +114,20 @@ def test_killed_worker_respawns_by_itself_and_status_is_live(steward, workspace_
     )  # fmt: skip
     launched = steward.ok("launch", cwd=workspace)
 
-    # Progress shows in status from the watch's heartbeats while the run has tended once.
-    wait_for(
-        lambda: steward.status(workspace)["state"]["samples_done"] >= 3,
+    # Progress shows in status from the watch's heartbeats, newer than the run's last tend.
+    status = wait_for(
+        lambda: (found := steward.status(workspace))["state"]["samples_done"] >= 3 and found,
         timeout=120,
         interval=1.0,
         what="live progress",
     )
-    status = steward.status(workspace)
-    assert status["state"]["tend_count"] == 1
     [pulse] = status["live"]
     [identifier] = pulse["progress"]
-    assert status["progress_at"][identifier] == pulse["at"]
+    assert status["progress_at"][identifier] == pulse["at"] > status["state"]["last_tend_at"]
+    assert status["state"]["tasks"][0]["progress"] == {
+        **pulse["progress"][identifier],
+        "total": 16,
+    }
 
     [worker] = status["state"]["workers"].values()
     os.kill(worker["pid"], signal.SIGKILL)
@@ -144,13 +155,7 @@ def test_worker_hung_before_eval_set_is_a_decision_and_restart_respawns_it(stewa
         steward, workspace_root, options="start_timeout: 3s\n", holds=("hang-before",)
     )
     steward.ok("launch", cwd=workspace)
-    wait_for(
-        lambda: _decision(steward, workspace, "hung_worker"),
-        timeout=90,
-        interval=1.0,
-        what="a hung decision",
-    )
-    decision = _decision(steward, workspace, "hung_worker")
+    decision = _wait_decision(steward, workspace, "hung_worker", timeout=90)
     assert decision["owner"] == "operator" and decision["verdicts"] == ["restart", "wait"]
     assert "no log and no control socket 3s after spawn" in decision["question"]
     [hung] = steward.state(workspace)["workers"].values()
@@ -170,45 +175,40 @@ def test_worker_hung_before_eval_set_is_a_decision_and_restart_respawns_it(stewa
     assert _events(workspace, "watch limits changed")
 
 
-def test_blocked_event_loop_is_a_decision_and_wait_lets_it_recover(steward, workspace_root):
+def test_blocked_event_loop_is_a_decision_wait_lets_it_recover_and_lingering_is_stopped(
+    steward, workspace_root
+):
     workspace = _workspace(
-        steward, workspace_root, options="unresponsive_after: 4s\n", holds=("block-loop",)
-    )
+        steward, workspace_root, options="unresponsive_after: 4s\nlinger_after: 5s\n",
+        holds=("block-loop", "linger"),
+    )  # fmt: skip
     steward.ok("launch", cwd=workspace)
-    wait_for(
-        lambda: _decision(steward, workspace, "hung_worker"),
-        timeout=90,
-        interval=1.0,
-        what="a hung decision",
-    )
-    decision = _decision(steward, workspace, "hung_worker")
+    decision = _wait_decision(steward, workspace, "hung_worker", timeout=90)
     assert "no control-socket answer and no log write" in decision["question"]
     steward.ok("rule", decision["id"], "wait", "--by", "operator", cwd=workspace)
     (workspace / "block-loop").unlink()
 
     status = steward.wait_phase(workspace, {"finished"})
     assert status["state"]["tasks"][0]["attempts"] == 1  # the same worker finished
-    assert not _events(workspace, "worker stopped")
     assert_each_sample_once(workspace, {"steady": 6})
+
+    # After eval_set() returned it stays (the "linger" hold): linger_after later it is stopped.
+    [stopped] = wait_for(
+        lambda: _events(workspace, "worker stopped"), timeout=60, what="the lingering stop"
+    )
+    assert stopped["reason"].startswith("lingering: ") and "5s after" in stopped["reason"]
     steward.ok("signoff", "--by", "tester", cwd=workspace)
 
 
-def test_ruling_waits_for_a_lingering_worker_and_is_applied_as_it_is_stopped(
-    steward, workspace_root
-):
+def test_ruling_waits_for_a_live_worker_and_is_applied_as_it_exits(steward, workspace_root):
     workspace = _workspace(
-        steward, workspace_root, options="linger_after: 20s\n",
+        steward, workspace_root, options="linger_after: 10m\n",
         dotenv="STEWARD_OFFLINE_FAIL=s-2\n", holds=("linger",),
     )  # fmt: skip
     steward.ok("launch", cwd=workspace)
     status = steward.wait_phase(workspace, {"finished"})
     [worker] = status["state"]["workers"].values()  # its log is success; it has not exited
-    decision = wait_for(
-        lambda: _decision(steward, workspace, "sample_error"),
-        timeout=30,
-        interval=1.0,
-        what="the error class",
-    )
+    decision = _wait_decision(steward, workspace, "sample_error", timeout=30)
     steward.ok("rule", decision["id"], "exclude", "--by", "operator", cwd=workspace)
 
     refused = steward("signoff", "--by", "tester", cwd=workspace)
@@ -218,11 +218,11 @@ def test_ruling_waits_for_a_lingering_worker_and_is_applied_as_it_is_stopped(
     )
     assert f"worker {worker['worker_id']} of steady" in steward("status", cwd=workspace).stdout
 
-    # linger_after later the worker is stopped, and the ruling is carried out as it goes.
+    # The worker exits by itself; its watch wakes the run, which carries the ruling out.
+    (workspace / "linger").unlink()
     wait_for(lambda: _events(workspace, "ruling applied"), timeout=60, what="the ruling applied")
     assert not pid_alive(worker["pid"])
-    [stopped] = _events(workspace, "worker stopped")
-    assert stopped["reason"].startswith("lingering: ")
+    assert not _events(workspace, "worker stopped")
     steward.ok("signoff", "--by", "tester", cwd=workspace)
 
 

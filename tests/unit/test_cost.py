@@ -303,6 +303,7 @@ def test_log_usage_carries_inspects_own_cost_and_cache_tokens(tmp_path):
 def test_log_usage_reads_a_log_again_only_when_it_changes(offline_log, tmp_path, monkeypatch):
     path = str(tmp_path / "copy.eval")
     shutil.copy(offline_log[0], path)
+    original = log_usage(offline_log[0])  # read (or cached) before counting starts
     reads = []
     real_read = cost_activity._read
     monkeypatch.setattr(cost_activity, "_read", lambda p: reads.append(p) or real_read(p))
@@ -317,8 +318,8 @@ def test_log_usage_reads_a_log_again_only_when_it_changes(offline_log, tmp_path,
 
     stat = os.stat(path)
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    assert log_usage(path) == log_usage(offline_log[0])
-    assert len(reads) == 2
+    assert log_usage(path) == original
+    assert reads == [path, path]
 
     # Caught mid-rewrite: what it last read stands until the log can be read again.
     Path(path).write_bytes(b"not a zip")
