@@ -235,7 +235,9 @@ def test_stuck_sample_becomes_a_decision_and_is_cancelled(steward, workspace_roo
         workspace_root,
         {"sleepy": 2},
         options="tend_interval: 1h\nstuck_after: 2s\nsamples_ramp: [2, 2]\n",
-        dotenv="STEWARD_OFFLINE_DELAY=8\n",
+        # Long enough that a tend sees the sample stuck even on a loaded machine; the ruling
+        # cancels it, and the run is cancelled, so nobody waits for it.
+        dotenv="STEWARD_OFFLINE_DELAY=60\n",
     )
     steward.ok("launch", cwd=workspace)
     decision = _open_decision(steward, workspace, "stuck_sample")

@@ -52,7 +52,7 @@ def test_killed_task_worker_is_respawned_by_its_watch(steward, workspace_root):
     workspace = make_workspace(
         steward,
         workspace_root,
-        {"victim": 60, "bystander": 8},
+        {"victim": 150, "bystander": 8},
         options="samples_ramp: [4, 4]\ntend_interval: 1h\n",
         dotenv=SLOW,
     )
@@ -83,7 +83,7 @@ def test_killed_task_worker_is_respawned_by_its_watch(steward, workspace_root):
         "victim": 2,
         "bystander": 1,
     }
-    assert_each_sample_once(workspace, {"victim": 60, "bystander": 8})
+    assert_each_sample_once(workspace, {"victim": 150, "bystander": 8})
     # Resume reused what the killed worker had logged: those samples keep their uuids (a re-run
     # sample would get a new one), and the killed worker's log was tidied away.
     final = next((workspace / "logs").glob("*victim*.eval"))

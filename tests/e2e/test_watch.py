@@ -109,7 +109,7 @@ def _events(workspace: Path, name: str) -> list[dict]:
 
 def test_killed_worker_respawns_by_itself_and_status_is_live(steward, workspace_root):
     workspace = _workspace(
-        steward, workspace_root, samples=16,
+        steward, workspace_root, samples=40,
         options="samples_ramp: [2, 2]\n", dotenv="STEWARD_OFFLINE_DELAY=0.6\n",
     )  # fmt: skip
     launched = steward.ok("launch", cwd=workspace)
@@ -126,7 +126,7 @@ def test_killed_worker_respawns_by_itself_and_status_is_live(steward, workspace_
     assert status["progress_at"][identifier] == pulse["at"] > status["state"]["last_tend_at"]
     assert status["state"]["tasks"][0]["progress"] == {
         **pulse["progress"][identifier],
-        "total": 16,
+        "total": 40,
     }
 
     [worker] = status["state"]["workers"].values()
@@ -140,7 +140,7 @@ def test_killed_worker_respawns_by_itself_and_status_is_live(steward, workspace_
     )
     status = steward.wait_phase(workspace, {"finished"})
     assert status["state"]["tasks"][0]["attempts"] == 2
-    assert_each_sample_once(workspace, {"steady": 16})
+    assert_each_sample_once(workspace, {"steady": 40})
     exited = [e for e in _events(workspace, "worker exited") if e["worker"] == worker["worker_id"]]
     assert exited and "SIGKILL" in exited[0]["how"], exited
     assert not any(e["event"] == "tend" and e.get("by") for e in read_journal(workspace))
