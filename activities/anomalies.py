@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from workflows.activity_io import AnomalyRequest
 from workflows.contracts import TaskSpec, WorkerProcess
-from workflows.decisions import Anomaly, deepest_frame, error_type_of
+from workflows.decisions import Anomaly, deepest_frame, error_type_of, is_interruption
 from workflows.layout import approvals_dir_of
 
 from .control_socket import ask_each, control_get
@@ -28,62 +30,92 @@ from .processes import is_alive
 
 DETAIL_LIMIT = 500
 
-# log path -> (mtime, size, anomalies): an unchanged log is not read again.
-_errors_by_log: dict[str, tuple[float, int, list[Anomaly]]] = {}
+
+@dataclass
+class _LogSamples:
+    """What one read of a log's samples says: its errored samples (those errored by their
+    worker's own end apart) and the (id, epoch) of the samples it holds without error."""
+
+    mtime: float
+    size: int
+    errors: list[Anomaly] = field(default_factory=list)
+    interrupted: list[Anomaly] = field(default_factory=list)
+    healthy: set[str] = field(default_factory=set)  # "id@epoch"
+
+
+# log path -> what it said: an unchanged log is not read again.
+_samples_by_log: dict[str, _LogSamples] = {}
 
 
 def forget_errors(log: str) -> None:
     """Read the log's errored samples afresh next time (a ruling has just rewritten it)."""
-    _errors_by_log.pop(log, None)
+    _samples_by_log.pop(log, None)
 
 
-def sample_errors(log: str, spec: TaskSpec) -> list[Anomaly]:
-    """The errored samples of a log, each with its exception type and deepest frame."""
+def _read_samples(log: str, spec: TaskSpec) -> _LogSamples | None:
     from inspect_ai.log import read_eval_log_sample, read_eval_log_sample_summaries
 
     path = local_path(log)
     try:
         stat = Path(path).stat()
     except OSError:
-        return []
-    cached = _errors_by_log.get(path)
-    if cached is not None and cached[:2] == (stat.st_mtime, stat.st_size):
-        return cached[2]
+        return None
+    cached = _samples_by_log.get(path)
+    if cached is not None and (cached.mtime, cached.size) == (stat.st_mtime, stat.st_size):
+        return cached
     try:
         summaries = read_eval_log_sample_summaries(path)
     except Exception:  # being written or replaced: next tend
-        return cached[2] if cached else []
-    known = {a.uuid: a for a in (cached[2] if cached else [])}
-    found = []
+        return cached
+    known = {a.uuid: a for a in (cached.errors + cached.interrupted if cached else [])}
+    read = _LogSamples(mtime=stat.st_mtime, size=stat.st_size)
     for summary in summaries:
         if not summary.error:
+            read.healthy.add(f"{summary.id}@{summary.epoch}")
             continue
-        if summary.uuid in known:
-            found.append(known[summary.uuid])
-            continue
-        traceback = ""
-        try:
-            sample = read_eval_log_sample(path, uuid=summary.uuid, exclude_fields={"events"})
-            if sample.error is not None:
-                traceback = sample.error.traceback or ""
-        except Exception:
-            pass
-        found.append(
-            Anomaly(
-                kind="sample_error",
-                task=spec.identifier,
-                task_name=spec.name,
-                sample_id=str(summary.id),
-                epoch=summary.epoch,
-                uuid=summary.uuid,
-                log=path,
-                error_type=error_type_of(traceback, summary.error),
-                frame=deepest_frame(traceback),
-                detail=summary.error[:DETAIL_LIMIT],
-            )
-        )
-    _errors_by_log[path] = (stat.st_mtime, stat.st_size, found)
-    return found
+        anomaly = known.get(summary.uuid) or _error_of(path, spec, summary, read_eval_log_sample)
+        interrupted = is_interruption(anomaly.error_type or "", summary.error, anomaly.detail)
+        (read.interrupted if interrupted else read.errors).append(anomaly)
+    _samples_by_log[path] = read
+    return read
+
+
+def _error_of(path: str, spec: TaskSpec, summary: Any, read_sample: Any) -> Anomaly:
+    traceback = ""
+    try:
+        sample = read_sample(path, uuid=summary.uuid, exclude_fields={"events"})
+        if sample.error is not None:
+            traceback = sample.error.traceback or ""
+    except Exception:
+        pass
+    return Anomaly(
+        kind="sample_error",
+        task=spec.identifier,
+        task_name=spec.name,
+        sample_id=str(summary.id),
+        epoch=summary.epoch,
+        uuid=summary.uuid,
+        log=path,
+        error_type=error_type_of(traceback, summary.error),
+        frame=deepest_frame(traceback),
+        detail=summary.error[:DETAIL_LIMIT],
+    )
+
+
+def sample_errors(log: str, spec: TaskSpec, *, final: bool = True) -> list[Anomaly]:
+    """The errored samples of a log, each with its exception type and deepest frame. A sample
+    errored by its worker's end (killed, interrupted, recovered as cancelled) is not a sample
+    error unless the log is final (`success`): its task resumes and runs it again."""
+    read = _read_samples(log, spec)
+    if read is None:
+        return []
+    return read.errors + (read.interrupted if final else [])
+
+
+def healthy_samples(log: str, spec: TaskSpec) -> set[str]:
+    """"id@epoch" of the samples the log holds without an error."""
+    read = _read_samples(log, spec)
+    return read.healthy if read is not None else set()
 
 
 def all_zero(log: str, spec: TaskSpec) -> Anomaly | None:
@@ -211,7 +243,7 @@ def find_anomalies(request: AnomalyRequest) -> list[Anomaly]:
         if spec is None or not logs:
             continue
         newest = logs[-1]
-        found.extend(sample_errors(newest.path, spec))
+        found.extend(sample_errors(newest.path, spec, final=newest.status == "success"))
         zero = all_zero(newest.path, spec) if newest.status == "success" else None
         if zero is not None:
             found.append(zero)
@@ -220,3 +252,18 @@ def find_anomalies(request: AnomalyRequest) -> list[Anomaly]:
         found.extend(stuck)
     found.extend(pending_approvals(request.workspace, specs))
     return found
+
+
+def healthy_suspects(request: AnomalyRequest) -> list[str]:
+    """The suspects (task#id@epoch) that their task's newest log holds without an error."""
+    if not request.suspects:
+        return []
+    specs = {spec.identifier: spec for spec in request.tasks}
+    newest = {i: logs[-1] for i, logs in logs_by_identifier(request.log_dir).items() if logs}
+    healthy = []
+    for ref in request.suspects:
+        identifier, _, sample = ref.rpartition("#")
+        log, spec = newest.get(identifier), specs.get(identifier)
+        if log is not None and spec is not None and sample in healthy_samples(log.path, spec):
+            healthy.append(ref)
+    return healthy

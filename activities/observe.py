@@ -19,7 +19,7 @@ from workflows.contracts import Observation, Progress, TaskObservation, WorkerPr
 from workflows.names import Activity
 from workflows.ramp import RampCounters, RampReading
 
-from .anomalies import find_anomalies
+from .anomalies import find_anomalies, healthy_suspects
 from .control_socket import (
     SOCKET_TIMEOUT_S,
     ask_each,
@@ -163,6 +163,7 @@ def observe_run(request: ObserveRequest) -> Observation:
     if request.anomalies is not None:
         try:
             observation.anomalies = find_anomalies(request.anomalies)
+            observation.healthy = healthy_suspects(request.anomalies)
         except Exception as err:  # progress still counts; anomalies are looked for next tend
             observation.anomaly_problem = f"{type(err).__name__}: {err}"
     return observation

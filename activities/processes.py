@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -53,6 +54,32 @@ def exit_code_of(pid: int) -> int | None:
     """How a child of this process ended (negative: the signal), once it has; None when it
     is not our child (e.g. adopted after a restart of the Steward worker)."""
     return _exit_codes.get(pid)
+
+
+# The line a Python traceback ends with ("FileNotFoundError: [Errno 2] ..."), also inside Rich's
+# boxed tracebacks; a dotted module path before the class name is allowed.
+_EXCEPTION_LINE = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*)?$"
+)
+TAIL_BYTES = 16_384
+CAUSE_LIMIT = 300
+
+
+def exit_cause(output: str) -> str | None:
+    """The exception line a dead worker's own log (`.steward/workers/*.log`) ends with, the
+    cause in its words; None when its tail holds none (killed by a signal, say)."""
+    try:
+        with open(output, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - TAIL_BYTES))
+            tail = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        text = line.strip().strip("│|").strip()
+        if _EXCEPTION_LINE.match(text):
+            return text[:CAUSE_LIMIT]
+    return None
 
 
 def _write_json_atomic(path: Path, document: dict) -> None:

@@ -28,6 +28,7 @@ from .control_socket import socket_client
 from .paths import write_atomic
 
 STEWARD_SCORE = "steward"  # score name used when a sample has no score to edit (it errored)
+ERROR_KINDS = ("sample_error", "rerun_failed")  # ruled for an error the sample must still have
 
 
 def _provenance(action: Action) -> Any:
@@ -40,14 +41,16 @@ def _provenance(action: Action) -> Any:
     )
 
 
-def _edit_log(path: str, actions: list[Action]) -> list[Action]:
-    """Apply the log verdicts of one log in one read and one write. Returns the done ones."""
+def _edit_log(path: str, actions: list[Action]) -> tuple[list[Action], list[Action]]:
+    """Apply the log verdicts of one log in one read and one write. Returns the done ones and
+    the skipped ones: a sample ruled for its error that holds no error in this log (its task
+    resumed and completed it) is left as it is, never invalidated, re-run or re-scored."""
     from inspect_ai.log import edit_score, invalidate_samples, read_eval_log, write_eval_log
     from inspect_ai.scorer import ScoreEdit
 
     log = read_eval_log(path)
     samples = {(str(s.id), s.epoch): s for s in log.samples or []}
-    done, invalidate = [], []
+    done, skipped, invalidate = [], [], []
     for action in actions:
         anomaly = action.anomaly
         if action.verdict == "rerun" and anomaly.kind == "all_zero":
@@ -57,6 +60,9 @@ def _edit_log(path: str, actions: list[Action]) -> list[Action]:
         sample = samples.get((anomaly.sample_id, anomaly.epoch))
         if sample is None:
             done.append(action)  # gone from the final log: nothing left to apply to
+            continue
+        if anomaly.kind in ERROR_KINDS and sample.error is None:
+            skipped.append(action)
             continue
         if action.verdict == "rerun":
             if sample.invalidation is None and sample.uuid:
@@ -85,8 +91,9 @@ def _edit_log(path: str, actions: list[Action]) -> list[Action]:
     if invalidate:
         rerun = next(a for a in actions if a.verdict == "rerun")
         log = invalidate_samples(log, invalidate, _provenance(rerun))
-    write_eval_log(log, path)
-    return done
+    if len(skipped) < len(actions):
+        write_eval_log(log, path)
+    return done, skipped
 
 
 def _score_name(log: Any) -> str:
@@ -170,12 +177,13 @@ def apply_actions_sync(request: ApplyRequest, workers: list[WorkerProcess]) -> A
                 result.done.append(action)
     for log, actions in by_log.items():
         try:
-            done = _edit_log(log, actions)
+            done, skipped = _edit_log(log, actions)
         except Exception as err:  # an unreadable log is reported, the rest still applies
             result.problems.append(f"{Path(log).name}: {err}")
             continue
         forget_errors(log)
         result.done.extend(done)
+        result.skipped.extend(skipped)
         if any(a.verdict == "rerun" for a in done):
             result.rerun_tasks.extend({a.anomaly.task for a in done if a.verdict == "rerun"})
     return result

@@ -29,7 +29,7 @@ from workflows.worker_watch import judge
 from .control_socket import control_get
 from .log_listing import log_info, logs_by_identifier
 from .observe import progress_from_log, progress_from_row
-from .processes import exit_code_of, is_alive
+from .processes import exit_cause, exit_code_of, is_alive
 
 ALIVE_EVERY_S = 1.0  # how soon an exit is seen
 LOOK_EVERY_S = 2.5  # progress read and heartbeat (the worker throttles heartbeats to ~2 s)
@@ -115,6 +115,8 @@ class WorkerLook:
             kind="exited",
             at=datetime.now(UTC),
             detail=f"worker {worker.worker_id} (pid {worker.pid}) {how}",
+            # Killed by a signal it said nothing; otherwise its own log's last exception line.
+            cause=None if code is not None and code <= 0 else exit_cause(worker.output),
             exit_code=code if code is not None and code >= 0 else None,
             signal=-code if code is not None and code < 0 else None,
             log_status=log_status,

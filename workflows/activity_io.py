@@ -79,6 +79,7 @@ class WorkerEnd(BaseModel):
     signal: int | None = None
     log_status: dict[str, str | None] = Field(default_factory=dict)  # identifier -> newest log
     since: datetime | None = None  # hung / lingering: since when
+    cause: str | None = None  # exited: the exception line its own log ends with, if any
 
 
 class WorkspaceWrite(BaseModel):
@@ -133,6 +134,8 @@ class AnomalyRequest(BaseModel):
     workers: list[WorkerProcess]
     stuck_after: float
     known_errors: list[str] = Field(default_factory=list)  # sample uuids already triaged
+    # Errored samples the run holds (task#id@epoch): say which are healthy in the newest log.
+    suspects: list[str] = Field(default_factory=list)
 
 
 class ApplyRequest(BaseModel):
@@ -143,6 +146,8 @@ class ApplyRequest(BaseModel):
 
 class ApplyResult(BaseModel):
     done: list[Action] = Field(default_factory=list)
+    # Not carried out: the sample is healthy in its task's newest log (nothing wrong to act on).
+    skipped: list[Action] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     rerun_tasks: list[str] = Field(default_factory=list)  # task identifiers to re-spawn
 

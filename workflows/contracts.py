@@ -123,6 +123,7 @@ class Observation(BaseModel):
     tasks: dict[str, TaskObservation] = Field(default_factory=dict)
     anomalies: list[Anomaly] | None = None  # when asked; None: not looked for
     anomaly_problem: str | None = None  # looking failed (the rest of the observation stands)
+    healthy: list[str] = Field(default_factory=list)  # suspects healthy in their newest log
 
 
 # ---------- run state ----------
@@ -143,6 +144,7 @@ class TaskState(BaseModel):
     budget_clamped: bool = False  # the sandbox budget stopped its climb (journalled once)
     usage: dict[str, ModelTokens] = Field(default_factory=dict)  # its log's tokens per model
     extending: str | None = None  # a complete log that now holds too little (a relaunch grew it)
+    exit_cause: str | None = None  # the exception line its last dead worker's own log ended with
 
 
 class JournalEvent(BaseModel):
@@ -243,6 +245,8 @@ class RunState(BaseModel):
     outbox: list[Notice] = Field(default_factory=list)  # notifications not yet delivered
     notify_problem: str | None = None  # why the last delivery failed (journalled on change)
     tend_problems: list[str] = Field(default_factory=list)  # reasons already notified
+    # Why the last workspace write failed (its journal stays in pending_journal); None: written.
+    workspace_problem: str | None = None
     last_heartbeat_at: datetime | None = None
     scanned_logs: list[str] = Field(default_factory=list)
     scan_problem: str | None = None

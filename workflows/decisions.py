@@ -3,7 +3,8 @@ validated and turned into actions, standing rules applied. Pure: no I/O, no cloc
 passes `now`), so the workflow decides with it and the tests check it without Temporal.
 
 A class moves open -> proposed -> ruled -> resolved (its actions applied) or accepted (accept /
-dismiss, nothing to apply). Each class has at most one open decision at a time.
+dismiss, nothing to apply), or healed: every sample in it completed cleanly when its task resumed
+(workflows/healing.py). Each class has at most one open decision at a time.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ AnomalyKind = Literal[
     "cost_cap",  # the run's LLM cost crossed its cap (the run is paused)
     "hung_worker",  # a live worker showed no sign of life (start_timeout, unresponsive_after)
 ]
-ClassState = Literal["open", "proposed", "ruled", "resolved", "accepted"]
+ClassState = Literal["open", "proposed", "ruled", "resolved", "accepted", "healed"]
 
 SAMPLE_VERDICTS = ["rerun", "exclude", "zero", "score", "accept", "dismiss"]
 VERDICTS: dict[str, list[str]] = {
@@ -79,6 +80,7 @@ class Anomaly(BaseModel):
     tool: str | None = None  # stuck tool call / approval tool
     scanner: str | None = None
     worker: str | None = None  # hung_worker: the worker id
+    cause: str | None = None  # stalled_task: what its last dead worker said (an exception line)
 
     @property
     def sample_ref(self) -> str:
@@ -90,6 +92,17 @@ class Anomaly(BaseModel):
         restart, or from the log a re-run supersedes — is the same instance."""
         kind = "sample_error" if self.kind == "rerun_failed" else self.kind
         return f"{kind}/{self.sample_ref}/{self.uuid or ''}"
+
+    @property
+    def sample_key(self) -> str:
+        """`key` for runs that count each (id, epoch) once: an errored sample read again from
+        a resumed task's newer log (another uuid) is the same instance; a re-run that fails
+        again is a new one (its uuid)."""
+        if self.kind == "sample_error":
+            return f"sample_error/{self.sample_ref}"
+        if self.kind == "rerun_failed":
+            return f"rerun_failed/{self.sample_ref}/{self.uuid or ''}"
+        return self.key
 
 
 class Ruling(BaseModel):
@@ -120,7 +133,7 @@ class ErrorClass(BaseModel):
 
     @property
     def settled(self) -> bool:
-        return self.state in ("resolved", "accepted")
+        return self.state in ("resolved", "accepted", "healed")
 
 
 class Decision(BaseModel):
@@ -210,6 +223,19 @@ def error_type_of(traceback: str, message: str) -> str:
     return "Error"
 
 
+# What a sample's error says when the sample did not fail but its worker stopped under it: the
+# process was killed, interrupted or cancelled, and Inspect's recovery of the crashed log wrote
+# the sample in flight as cancelled. A resumed task runs it again.
+INTERRUPTIONS = ("CancelledError", "KeyboardInterrupt", "SystemExit")
+_RECOVERY_NOTES = ("recovered from crashed eval", "terminated by operator during recovery")
+
+
+def is_interruption(error_type: str, message: str, traceback: str = "") -> bool:
+    """Whether a sample's error is its worker's own end rather than the sample failing."""
+    text = f"{message}\n{traceback}"
+    return error_type in INTERRUPTIONS or any(note in text for note in _RECOVERY_NOTES)
+
+
 def signature_of(anomaly: Anomaly) -> str:
     """The stable grouping key: what went wrong and where, never line numbers or free text."""
     match anomaly.kind:
@@ -246,6 +272,8 @@ def title_of(anomaly: Anomaly) -> str:
             return f"samples stuck in {anomaly.tool or 'a model call'}"
         case "all_zero":
             return f"{anomaly.task_name}: every sample scored zero"
+        case "stalled_task" if anomaly.cause:
+            return f"{anomaly.task_name}: its workers die with {anomaly.cause}"
         case "stalled_task":
             return f"{anomaly.task_name}: given up after repeated worker deaths"
         case "approval":
@@ -272,20 +300,23 @@ def absorb(
     *,
     now: datetime,
     tend: int,
+    by_sample: bool = False,
 ) -> TriageOutcome:
     """Group anomalies into classes (in place); raise decisions for what needs judgement.
 
     An anomaly seen before (same key) adds nothing, so a restart never double-counts. A sample
     that errors again after a rerun ruling is a `rerun_failed` anomaly: the operator decides.
+    `by_sample` counts each errored (id, epoch) once, whichever log it was read from.
     """
     outcome = TriageOutcome()
     known = {i.key for c in triage.classes for i in c.instances}
     for anomaly in anomalies:
         if anomaly.kind == "sample_error" and anomaly.sample_ref in triage.reruns:
             anomaly = anomaly.model_copy(update={"kind": "rerun_failed"})
-        if anomaly.key in known:
+        key = anomaly.sample_key if by_sample else anomaly.key
+        if key in known:
             continue
-        known.add(anomaly.key)
+        known.add(key)
         signature = signature_of(anomaly)
         cls = triage.find_class(class_id_of(signature))
         if cls is None:
@@ -297,10 +328,12 @@ def absorb(
             )
             triage.classes.append(cls)
             outcome.new_classes.append(cls.id)
-        cls.instances.append(Instance(key=anomaly.key, anomaly=anomaly))
+        cls.instances.append(Instance(key=key, anomaly=anomaly))
         if cls.kind == "cost_cap":
             cls.title = title_of(anomaly)  # the figures of this crossing, not the first's
         outcome.new_instances[cls.id] = outcome.new_instances.get(cls.id, 0) + 1
+        if cls.state == "healed":  # it errs again: as it stood before it healed
+            cls.state = "open" if cls.ruling is None else state_after(cls.kind, cls.ruling.verdict)
         if cls.settled and _asks_again(cls):
             cls.state, cls.ruling = "open", None
         elif cls.settled and cls.ruling is not None:

@@ -49,6 +49,7 @@ class Patches:
     delta: bool  # drift reports
     timer: bool  # the tend interval follows _steward.yaml edits
     watch: bool  # a heartbeating watch per task worker; its exits and hangs wake the run
+    heal: bool  # errored samples a resumed task completed leave their classes; each counted once
 
     @classmethod
     def read(cls) -> Patches:
@@ -59,6 +60,7 @@ class Patches:
             delta=workflow.patched("delta-v1"),
             timer=workflow.patched("timer-v1"),
             watch=workflow.patched("watch-v1"),
+            heal=workflow.patched("heal-v1"),
         )
 
     @staticmethod
@@ -161,14 +163,40 @@ class RunContext:
         )
 
     async def write_workspace(self) -> None:
-        pending = list(self.state.pending_journal)
-        await self.activity(
-            Activity.WRITE_WORKSPACE,
-            WorkspaceWrite(workspace=self.workspace, status=self.status(), journal=pending),
-        )
+        """Write status.md and the queued journal. A workspace that cannot be written (the
+        activity tries a few times, seconds apart) does not hold up the run: the reason is recorded and told once,
+        the journal stays queued, and the next write that succeeds clears the reason."""
+        state = self.state
+        pending = list(state.pending_journal)
+        try:
+            await self.activity(
+                Activity.WRITE_WORKSPACE,
+                WorkspaceWrite(workspace=self.workspace, status=self.status(), journal=pending),
+            )  # retried until done, except a workspace that cannot be written (non-retryable)
+        except ActivityError as err:
+            await self._unwritable(cause_of(err))
+            return
         # Only what was written leaves the queue; the activity skips seqs already on disk.
         written = {e.seq for e in pending}
-        self.state.pending_journal = [e for e in self.state.pending_journal if e.seq not in written]
+        state.pending_journal = [e for e in state.pending_journal if e.seq not in written]
+        if state.workspace_problem is not None:
+            state.workspace_problem = None
+            self.journal("workspace writable again")
+            await self.write_workspace()  # that event, and status.md without the reason
+
+    async def _unwritable(self, cause: str) -> None:
+        state = self.state
+        # The activity names the file; a failure it could not name (a timeout) names the place.
+        problem = (
+            cause if cause.startswith("cannot write") else f"cannot write {self.workspace}: {cause}"
+        )
+        if problem != state.workspace_problem:  # journalled (queued) once per reason
+            self.journal("workspace not written", problem=problem, kept=len(state.pending_journal))
+        notice = notices.workspace_notice(state, problem)
+        state.workspace_problem = problem
+        if notice is not None and self.patches.decisions:
+            state.outbox.append(notice)
+            await self.flush_outbox()  # delivery never needs the workspace to be writable
 
     def upsert_visibility(self) -> None:
         state = self.state

@@ -13,14 +13,14 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import notices, policy
-    from .activity_io import AnomalyRequest, ObserveRequest, TidyRequest
+    from . import healing, notices, policy
+    from .activity_io import AnomalyRequest, ObserveRequest, TidyRequest, WorkerEnd
     from .contracts import ENDING_PHASES, Notice, Observation, TendSummary
     from .eval_run_capacity import account_capacity, admit, needs_admission, queued, release
     from .eval_run_context import Patches, RunContext, cause_of
     from .eval_run_ramp import ramp
     from .eval_run_triage import check_cost_cap, scan, triage
-    from .eval_run_watch import exit_details, hung_anomalies
+    from .eval_run_watch import exits_of, hung_anomalies
     from .eval_run_workers import spawn, stop_lingering_and_restarted
     from .names import Activity
 
@@ -50,7 +50,7 @@ async def tend(ctx: RunContext) -> TendSummary:
         await ctx.flush_outbox()
         await ctx.write_workspace()
         return summary
-    stalled = await _apply_observation(ctx, observation, summary, exit_details(ends))
+    stalled = await _apply_observation(ctx, observation, summary, exits_of(ends))
     if ctx.patches.watch:
         await stop_lingering_and_restarted(ctx, ends, summary)
         observation.anomalies = (observation.anomalies or []) + hung_anomalies(ctx, ends)
@@ -85,6 +85,7 @@ async def _observe(ctx: RunContext) -> Observation:
             tasks=[t.spec for t in state.tasks],
             workers=list(state.workers.values()),
             stuck_after=ctx.settings.stuck_after,
+            suspects=healing.suspect_refs(state.triage) if ctx.patches.heal else [],
         )
         if decisions_on
         else None,
@@ -98,7 +99,7 @@ async def _observe(ctx: RunContext) -> Observation:
 
 
 async def _apply_observation(
-    ctx: RunContext, observation: Observation, summary: TendSummary, exits: dict[str, str]
+    ctx: RunContext, observation: Observation, summary: TendSummary, exits: dict[str, WorkerEnd]
 ) -> list[str]:
     """Progress, completions, worker exits (`exits`: how, as their watches saw it) and stalls;
     completed tasks' logs tidied. Returns the tasks that stalled in this tend."""
@@ -109,10 +110,13 @@ async def _apply_observation(
         priced = policy.llm_cost(state).dollars(ctx.settings.prices)
         state.cost.usd, state.cost.unpriced = priced[0], priced[1]
     for worker_id in outcome.exited_workers:
-        if worker_id in exits:
-            ctx.journal("worker exited", worker=worker_id, how=exits[worker_id])
-        else:
+        end = exits.get(worker_id)
+        if end is None:
             ctx.journal("worker exited", worker=worker_id)
+            continue
+        ctx.journal("worker exited", worker=worker_id, how=end.detail, **_said(end.cause))
+        for identifier in end.log_status if end.cause else []:
+            state.task(identifier).exit_cause = end.cause
     for identifier in outcome.completed:
         task = state.task(identifier)
         summary.completed.append(task.spec.name)
@@ -125,6 +129,7 @@ async def _apply_observation(
             task=task.spec.name,
             attempts=task.attempts,
             reason=f"{task.fruitless} worker deaths without a completed sample",
+            **_said(task.exit_cause),
         )
     summary.restarted = [state.task(i).spec.name for i in outcome.restart]
     if outcome.completed:
@@ -132,6 +137,11 @@ async def _apply_observation(
             Activity.TIDY_LOGS, TidyRequest(log_dir=state.log_dir, identifiers=outcome.completed)
         )
     return outcome.stalled
+
+
+def _said(cause: str | None) -> dict[str, str]:
+    """The journal field for what a dead worker last said, when it said anything."""
+    return {"cause": cause} if cause else {}
 
 
 async def _start_work(ctx: RunContext, summary: TendSummary) -> None:

@@ -11,7 +11,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import cost, decisions, policy, rulings
+    from . import cost, decisions, healing, policy, rulings
     from .activity_io import ApplyRequest, ApplyResult, ScanRequest
     from .contracts import CancelRequest, Observation, TendSummary
     from .decisions import Anomaly
@@ -34,6 +34,7 @@ async def triage(
             task_name=state.task(identifier).spec.name,
             uuid=f"attempt-{state.task(identifier).attempts}",
             detail=f"{state.task(identifier).fruitless} worker deaths without progress",
+            cause=state.task(identifier).exit_cause,
         )
         for identifier in stalled
     ]
@@ -41,6 +42,15 @@ async def triage(
     if observation.anomaly_problem:
         summary.problem = f"finding anomalies failed: {observation.anomaly_problem}"
         ctx.journal("tend failed", problem=summary.problem)
+    if ctx.patches.heal:
+        for healed in healing.heal(state.triage, observation.healthy, now=workflow.now()):
+            ctx.journal(
+                "healed",
+                error_class=healed.class_id,
+                samples=healed.samples,
+                closed=healed.closed,
+                reason="completed cleanly when the task resumed",
+            )
     absorb(ctx, anomalies, summary)
     for decision_id in rulings.route_unattended(state.triage, tend):
         ctx.journal("routed to operator", decision=decision_id, reason="no agent collected")
@@ -55,7 +65,12 @@ def absorb(ctx: RunContext, anomalies: list[Anomaly], summary: TendSummary) -> N
     """File anomalies into classes; journal new classes, standing rulings, raised decisions."""
     state = ctx.state
     outcome = decisions.absorb(
-        state.triage, anomalies, ctx.settings.rules, now=workflow.now(), tend=state.tend_count + 1
+        state.triage,
+        anomalies,
+        ctx.settings.rules,
+        now=workflow.now(),
+        tend=state.tend_count + 1,
+        by_sample=ctx.patches.heal,
     )
     for class_id in outcome.new_classes:
         cls = state.triage.find_class(class_id)
@@ -128,20 +143,33 @@ async def apply_rulings(ctx: RunContext, summary: TendSummary) -> None:
         result_type=ApplyResult,
         timeout=timedelta(minutes=5),
     )
-    rulings.mark_applied(state.triage, result.done)
+    rulings.mark_applied(state.triage, result.done, skipped=result.skipped)
     summary.applied += len(result.done)
-    applied: dict[tuple[str, str], int] = {}
-    for action in result.done:
-        key = (action.class_id, action.verdict)
-        applied[key] = applied.get(key, 0) + 1
-    for (class_id, verdict), count in applied.items():
+    for (class_id, verdict), count in _per_class(result.done).items():
         ctx.journal("ruling applied", error_class=class_id, verdict=verdict, instances=count)
+    for (class_id, verdict), count in _per_class(result.skipped).items():
+        ctx.journal(
+            "ruling skipped",
+            error_class=class_id,
+            verdict=verdict,
+            samples=count,
+            reason="healthy in the task's newest log: nothing wrong to act on",
+        )
     for identifier in result.rerun_tasks:
         task = state.task(identifier)
         task.phase, task.log_status, task.fruitless = "pending", None, 0
         ctx.journal("rerun queued", task=task.spec.name, log=task.log)
     if result.problems:
         ctx.journal("ruling not applied", problems=result.problems)
+
+
+def _per_class(actions: list[rulings.Action]) -> dict[tuple[str, str], int]:
+    """(class id, verdict) -> how many of `actions`, for the journal."""
+    counts: dict[tuple[str, str], int] = {}
+    for action in actions:
+        key = (action.class_id, action.verdict)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 async def scan(ctx: RunContext, summary: TendSummary) -> None:

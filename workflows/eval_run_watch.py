@@ -81,9 +81,9 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
             hang_reported = end.since  # reported; another hang needs a sign of life first
 
 
-def exit_details(ends: list[WorkerEnd]) -> dict[str, str]:
-    """worker id -> how it exited, for the journal."""
-    return {e.worker_id: e.detail for e in ends if e.kind == "exited"}
+def exits_of(ends: list[WorkerEnd]) -> dict[str, WorkerEnd]:
+    """worker id -> how it exited (for the journal, and the cause its tasks keep)."""
+    return {e.worker_id: e for e in ends if e.kind == "exited"}
 
 
 def hung_anomalies(ctx: RunContext, ends: list[WorkerEnd]) -> list[Anomaly]:

@@ -152,16 +152,18 @@ def pending_actions(triage: Triage, settled_logs: dict[str, str]) -> list[Action
     return actions
 
 
-def mark_applied(triage: Triage, done: list[Action]) -> None:
-    """Record done effects (in place); a class whose instances are all done is resolved."""
-    for action in done:
+def mark_applied(triage: Triage, done: list[Action], skipped: list[Action] | None = None) -> None:
+    """Record done effects (in place); a class whose instances are all done is resolved.
+    `skipped` effects count as done for their class, but nothing was re-run."""
+    rerun = {a.instance for a in done if a.verdict == "rerun"}
+    for action in [*done, *(skipped or [])]:
         cls = triage.find_class(action.class_id)
         if cls is None:
             continue
         for instance in cls.instances:
             if instance.key == action.instance:
                 instance.applied, instance.applied_log = action.verdict, action.anomaly.log
-        if action.verdict == "rerun":
+        if action.instance in rerun:
             triage.reruns[action.anomaly.sample_ref] = cls.id
     for cls in triage.classes:
         if cls.state == "ruled" and cls.ruling is not None:

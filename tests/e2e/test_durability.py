@@ -91,6 +91,16 @@ def test_killed_task_worker_is_respawned_by_its_watch(steward, workspace_root):
     assert logged_before <= {s.uuid for s in read_eval_log_sample_summaries(str(final))}
     journal = (workspace / "journal.jsonl").read_text()
     assert journal.count('"event": "spawned"') == 3
+    # The sample in flight at the kill is not a sample error (Inspect's recovery wrote it into
+    # the killed log as cancelled; the resumed worker completed it): no class, nothing to rule
+    # on, and signoff goes through once the scan has read the final logs.
+    (recovered,) = (workspace / "logs-archive").glob("*victim*-recovered.eval")
+    in_flight = [s for s in read_eval_log_sample_summaries(str(recovered)) if s.error]
+    assert in_flight and all("CancelledError" in s.error for s in in_flight)
+    assert steward.ok("collect", "--since", "0", cwd=workspace)["decisions"] == []
+    assert '"event": "error class"' not in journal
+    assert steward.ok("signoff", "--by", "norah", cwd=workspace)["by"] == "norah"
+    assert logged_before <= {s.uuid for s in read_eval_log_sample_summaries(str(final))}
 
 
 def test_restart_temporal_server_mid_run(steward, workspace_root):
