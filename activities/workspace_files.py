@@ -1,15 +1,21 @@
 """The workspace's files a run keeps: status.md (rewritten atomically) and journal.jsonl
 (appended in whole lines, each event once), written at each tend with analysis.md's facts and
-the mirror beside the logs."""
+the mirror beside the logs.
+
+A file that cannot be written fails the write, after a few tries, with one sentence naming it
+("cannot write status.md: permission denied"); the workflow records the reason and keeps its
+journal queued until a later write succeeds."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import structlog
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from workflows.activity_io import WorkspaceWrite
 from workflows.contracts import JournalEvent
@@ -89,14 +95,49 @@ def read_journal(workspace: Path, since: int = 0) -> list[dict]:
     return events
 
 
+WRITE_TRIES = 3  # a workspace that cannot be written is tried this often, 1 s then 2 s apart
+
+
 @activity.defn(name=Activity.WRITE_WORKSPACE)
 def write_workspace(request: WorkspaceWrite) -> int:
+    """Write the workspace, trying a few times; then fail for good (non-retryable: the workflow
+    records the reason and goes on). Any other failure — the worker dying mid-write, a
+    timeout — is retried by Temporal until it succeeds, as every activity of the run is."""
+    for attempt in range(1, WRITE_TRIES + 1):
+        try:
+            return _write_once(request)
+        except ApplicationError:
+            if attempt == WRITE_TRIES:
+                raise
+            time.sleep(attempt)
+    raise AssertionError("unreachable")
+
+
+def _write_once(request: WorkspaceWrite) -> int:
     workspace = Path(request.workspace)
-    write_atomic(workspace / STATUS, render_status_markdown(request.status))
-    written = append_journal(workspace, request.journal)
+    written, problems = 0, list[str]()
+    try:
+        write_atomic(workspace / STATUS, render_status_markdown(request.status))
+    except OSError as err:
+        problems.append(unwritable(STATUS, err))
+    try:
+        # Tried even when status.md was not replaced: the journal is the record. An event
+        # appended here is skipped when the write is retried.
+        written = append_journal(workspace, request.journal)
+    except OSError as err:
+        problems.append(unwritable(JOURNAL, err))
+    if problems:
+        log.warning("workspace not written", workspace=str(workspace), problems=problems)
+        raise ApplicationError("; ".join(problems), type="WorkspaceUnwritable", non_retryable=True)
     _write_analysis(workspace, request.status)
     _sync(workspace, request.status.state.log_dir)
     return written
+
+
+def unwritable(name: str, err: OSError) -> str:
+    """One sentence naming the file, never a traceback: "cannot write status.md: permission
+    denied"."""
+    return f"cannot write {name}: {(err.strerror or str(err)).lower()}"
 
 
 def _write_analysis(workspace: Path, status) -> None:

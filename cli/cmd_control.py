@@ -10,14 +10,14 @@ from typing import Annotated, Any
 
 import typer
 
-from workflows.contracts import CancelRequest, CommandNote, RunStatus, TimerRequest
+from workflows.contracts import CancelRequest, CommandNote, RunStatus, TendSummary, TimerRequest
 from workflows.eval_run import EvalRun
 from workflows.eval_run_state import unsupervised
 from workflows.options import format_duration, parse_duration
 
 from . import launching, render
 from .context import Context, ready_context
-from .output import bad_input, command, console, emit
+from .output import CommandError, bad_input, command, console, emit
 from .params import ByOpt, JsonOpt, NoEnvCheckOpt, ReasonOpt, WorkspaceOpt, who
 from .run_calls import (
     current_status,
@@ -57,12 +57,37 @@ def status(
 
 
 @command
-def tend(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
-    """Run one tend now and print what it did."""
+def tend(
+    timeout: Annotated[
+        str, typer.Option("--timeout", help="Stop waiting after this long (the tend goes on).")
+    ] = "5m",
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run one tend now and print what it did, and why the workspace was not written if it
+    was not."""
+    try:
+        seconds = parse_duration(timeout)
+    except ValueError as err:
+        raise bad_input(f"--timeout {timeout!r} is not a duration; use one such as 5m.") from err
     ctx = ready_context(workspace, quiet=as_json)
-    summary = asyncio.run(update_run(ctx, EvalRun.tend))
+
+    async def tend_once() -> tuple[TendSummary, str | None]:
+        try:
+            summary = await asyncio.wait_for(update_run(ctx, EvalRun.tend), seconds)
+        except TimeoutError as err:
+            raise CommandError(
+                f"The tend did not finish within {timeout}; it goes on in the run "
+                "(`steward status` shows when it is done)."
+            ) from err
+        # The summary does not say whether the workspace could be written; the state does.
+        return summary, (await current_status(ctx)).state.workspace_problem
+
+    summary, problem = asyncio.run(tend_once())
     emit(
-        as_json, {"ok": True, **summary.model_dump(mode="json")}, lambda: render.print_tend(summary)
+        as_json,
+        {"ok": True, **summary.model_dump(mode="json"), "workspace_problem": problem},
+        lambda: render.print_tend(summary, problem),
     )
 
 

@@ -89,6 +89,8 @@ def print_status(status: RunStatus) -> None:
         )
     if state.error:
         console.print(f"[red]error[/]: {state.error}", highlight=False)
+    if state.workspace_problem:
+        console.print(workspace_line(state.workspace_problem), highlight=False)
     warning = unsupervised(state, status.tend_interval, datetime.now(UTC))
     if warning:
         console.print(f"[red]{warning}[/]", highlight=False)
@@ -132,7 +134,14 @@ def print_status(status: RunStatus) -> None:
         console.print(f"web UI: {status.web_ui}", highlight=False)
 
 
-def print_tend(summary: TendSummary) -> None:
+def workspace_line(problem: str) -> str:
+    return (
+        f"[red]workspace not written[/]: {problem} (the journal is kept; "
+        "the next tend after you fix it writes everything)"
+    )
+
+
+def print_tend(summary: TendSummary, workspace_problem: str | None = None) -> None:
     parts = [
         f"tend #{summary.tend}: {summary.phase}",
         f"samples {summary.samples_done}/{summary.samples_total}",
@@ -148,6 +157,10 @@ def print_tend(summary: TendSummary) -> None:
     if summary.paused:
         parts.append("paused")
     console.print(" · ".join(parts), highlight=False)
+    if summary.problem:
+        console.print(f"[red]problem[/]: {summary.problem}", highlight=False)
+    if workspace_problem:
+        console.print(workspace_line(workspace_problem), highlight=False)
 
 
 def print_runs(rows: list[dict]) -> None:

@@ -56,6 +56,23 @@ def tend_problem_notice(state: RunState, problem: str) -> Notice | None:
     return Notice(kind="tend_failed", text=f"A tend could not run: {problem}")
 
 
+# A tend_failed notice of its own: the tend ran, but its files could not be written (the text,
+# not a kind of its own, tells it apart: the message's headline says which).
+UNWRITABLE = "The workspace cannot be written"
+
+
+def workspace_notice(state: RunState, problem: str) -> Notice | None:
+    """A workspace that cannot be written: told once per episode, which lasts until a write
+    succeeds (`state.workspace_problem` is set until then)."""
+    if state.workspace_problem is not None:
+        return None
+    return Notice(
+        kind="tend_failed",
+        text=f"{UNWRITABLE} ({problem}). The run goes on and keeps its journal; the next tend "
+        "after you fix it writes everything.",
+    )
+
+
 def message(workspace_name: str, outbox: list[Notice]) -> tuple[str, str]:
     """(title, body) of the one message that carries the outbox."""
     kinds = {n.kind for n in outbox}
@@ -67,7 +84,8 @@ def message(workspace_name: str, outbox: list[Notice]) -> tuple[str, str]:
     elif "finished" in kinds:
         headline = "finished"
     elif "tend_failed" in kinds:
-        headline = "cannot tend"
+        unwritable = all(n.text.startswith(UNWRITABLE) for n in outbox if n.kind == "tend_failed")
+        headline = "cannot write the workspace" if unwritable else "cannot tend"
     elif "cancelled" in kinds:
         headline = "cancelled"
     else:

@@ -97,6 +97,8 @@ def render_status_markdown(status: RunStatus) -> str:
         )
     if state.error:
         lines.append(f"- **Error**: {state.error}")
+    if state.workspace_problem:  # seen when one of the files could still be written
+        lines.append(f"- **Workspace not written**: {state.workspace_problem}")
     if state.cancel_reason is not None:
         lines.append(f"- Cancelled: {state.cancel_reason or 'no reason given'}")
     stalled = [t.spec.name for t in state.tasks if t.phase == "stalled"]

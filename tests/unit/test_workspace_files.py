@@ -1,14 +1,23 @@
-"""Workspace files: the journal gets each event once, in whole lines; ids are stable."""
+"""Workspace files: the journal gets each event once, in whole lines; ids are stable; a workspace
+that cannot be written fails the write at once, naming the file."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import time
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+from temporalio.exceptions import ApplicationError
+
 from activities.workspace import workflow_id_for, workspace_id
-from activities.workspace_files import append_journal, last_journal_seq
-from workflows.contracts import JournalEvent
+from activities.workspace_files import append_journal, last_journal_seq, write_workspace
+from workflows import notices
+from workflows.activity_io import WorkspaceWrite
+from workflows.contracts import JournalEvent, RunState, RunStatus
 
 
 def _events(*seqs: int) -> list[JournalEvent]:
@@ -40,3 +49,69 @@ def test_workspace_id_is_stable(tmp_path: Path):
     first = workflow_id_for(workspace)
     assert first == workflow_id_for(workspace) and first.startswith("steward-my-evals-")
     assert first.endswith(workspace_id(workspace))
+
+
+@contextmanager
+def _immutable(*paths: Path):
+    """`chattr +i` on `paths` (root ignores file modes; the immutable flag stops it too), undone
+    on the way out whatever happens."""
+    try:
+        done = subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True, text=True)
+    except FileNotFoundError:
+        pytest.skip("no chattr here: cannot make a directory unwritable for root")
+    try:
+        if done.returncode != 0:
+            pytest.skip(f"chattr +i does not work here: {done.stderr.strip()}")
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", *map(str, paths)], capture_output=True)
+
+
+def _write(workspace: Path, *seqs: int) -> int:
+    status = RunStatus(
+        workflow_id="run-1", workspace=str(workspace), state=RunState(), tend_interval=600
+    )
+    return write_workspace(
+        WorkspaceWrite(workspace=str(workspace), status=status, journal=_events(*seqs))
+    )
+
+
+def test_an_unwritable_workspace_fails_the_write_at_once_with_one_sentence(tmp_path: Path):
+    assert _write(tmp_path, 1, 2) == 2
+    journal = tmp_path / "journal.jsonl"
+    before = journal.read_text()
+    with _immutable(tmp_path, journal):
+        started = time.monotonic()
+        with pytest.raises(ApplicationError) as failed:
+            _write(tmp_path, 1, 2, 3, 4)
+        assert time.monotonic() - started < 5  # bounded: the workflow's retry decides the rest
+    assert failed.value.message == (
+        "cannot write status.md: operation not permitted; "
+        "cannot write journal.jsonl: operation not permitted"
+    )
+    assert journal.read_text() == before and not (tmp_path / ".status.md.tmp").exists()
+    assert _write(tmp_path, 1, 2, 3, 4) == 2  # writable again: what was kept, once
+    assert [json.loads(line)["seq"] for line in journal.read_text().splitlines()] == [1, 2, 3, 4]
+
+
+def test_a_journal_that_can_be_appended_is_even_when_status_md_cannot(tmp_path: Path):
+    _write(tmp_path, 1)
+    with _immutable(tmp_path):  # no new entries (status.md's temp file); files stay writable
+        with pytest.raises(ApplicationError) as failed:
+            _write(tmp_path, 1, 2)
+    assert failed.value.message == "cannot write status.md: operation not permitted"
+    assert last_journal_seq(tmp_path / "journal.jsonl") == 2
+    assert _write(tmp_path, 1, 2, 3) == 1
+
+
+def test_an_unwritable_workspace_is_told_once_per_episode():
+    state = RunState()
+    told = notices.workspace_notice(state, "cannot write status.md: permission denied")
+    assert told is not None and "cannot write status.md: permission denied" in told.text
+    state.workspace_problem = "cannot write status.md: permission denied"
+    assert notices.workspace_notice(state, "cannot write journal.jsonl: disk full") is None
+    assert notices.message("ws", [told])[0] == "Steward · ws: cannot write the workspace"
+    other = notices.tend_problem_notice(state, "observing the run failed: boom")
+    assert notices.message("ws", [told, other])[0] == "Steward · ws: cannot tend"
+    state.workspace_problem = None  # written again: a later episode is told again
+    assert notices.workspace_notice(state, "cannot write status.md: permission denied")
