@@ -17,7 +17,7 @@ from workflows.contracts import Capture, TaskSpec
 from workflows.names import Activity
 
 from .paths import is_url
-from .runner_launch import capture_steering, runner_launch
+from .runner_launch import REFUSAL_MARK, capture_steering, runner_launch
 from .sandbox_size import sandbox_size
 
 CAPTURE_TIMEOUT_S = 600
@@ -30,6 +30,12 @@ class DefinitionError(Exception):
 def _last_error_line(stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     return lines[-1] if lines else "no output"
+
+
+def runner_refusal(stderr: str) -> str | None:
+    """The sentence the runner refused the definition with (worker/definition_runner.py)."""
+    refusals = [line for line in stderr.splitlines() if line.startswith(REFUSAL_MARK)]
+    return refusals[-1].removeprefix(REFUSAL_MARK).strip() if refusals else None
 
 
 def sandbox_of(entry: object, workspace: str) -> tuple[str | None, SandboxSize | None]:
@@ -74,6 +80,9 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
                 f"{CAPTURE_TIMEOUT_S} s; make sure it does no work before calling eval_set()."
             ) from err
         if done.returncode != 0:
+            refusal = runner_refusal(done.stderr)
+            if refusal:
+                raise DefinitionError(refusal)
             raise DefinitionError(
                 f"The definition {definition} failed while resolving its tasks: "
                 f"{_last_error_line(done.stderr)}"

@@ -1,12 +1,14 @@
 """Load a workspace's options: `_steward.yaml` > `STEWARD_<OPTION>` > `.env` > default.
 
 Through pydantic-settings; every refusal is one sentence naming the option, where it was
-set and what is allowed.
+set and what is allowed. A `.env` line python-dotenv cannot read, and a `notification` entry
+Apprise cannot send to, are refused too, rather than dropped when they are first needed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from workflows.activity_io import LiveOptions, LiveOptionsRequest
 from workflows.names import Activity
 from workflows.options import StewardOptions, live_options
 
+from .dotenv_files import dotenv_chain, dotenv_problem
 from .paths import is_url
 
 OPTIONS_FILE = "_steward.yaml"
@@ -29,12 +32,6 @@ ENV_PREFIX = "STEWARD_"
 
 class OptionsError(Exception):
     """A bad option value or file; the message is the one sentence a user sees."""
-
-
-def dotenv_chain(workspace: Path) -> list[Path]:
-    """`.env` files from the root down to the workspace: later (nearer) ones win."""
-    found = [d / ".env" for d in [workspace, *workspace.parents] if (d / ".env").is_file()]
-    return list(reversed(found))
 
 
 def read_options_file(path: Path) -> dict[str, Any]:
@@ -73,6 +70,10 @@ def load_options(workspace: Path) -> StewardOptions:
     options_path = workspace / OPTIONS_FILE
     from_file = read_options_file(options_path)
     dotenvs = dotenv_chain(workspace)
+    for env_file in dotenvs:
+        problem = dotenv_problem(env_file)
+        if problem:
+            raise OptionsError(problem)
 
     class WorkspaceOptions(StewardOptions, BaseSettings):
         model_config = SettingsConfigDict(
@@ -107,7 +108,45 @@ def load_options(workspace: Path) -> StewardOptions:
     values = loaded.model_dump()
     for key in LOCATIONS:
         values[key] = anchored(values[key], workspace)
+    values["notification"] = _anchored_notification(values["notification"], workspace)
+    problem = _unsendable_notification(values["notification"])
+    if problem:
+        where = _where("notification", from_file, options_path, dotenvs)
+        raise OptionsError(f"Option 'notification' {where} {problem}")
     return StewardOptions.model_construct(**values)
+
+
+def _anchored_notification(value: str | list[str] | None, workspace: Path) -> Any:
+    """An Apprise config file named by a relative path is the workspace's, as for locations."""
+    if isinstance(value, list):
+        return [_anchored_notification(entry, workspace) for entry in value]
+    if not value or is_url(value):
+        return value
+    return str(workspace / Path(value).expanduser())
+
+
+def _unsendable_notification(value: str | list[str] | None) -> str | None:
+    """The end of the sentence refusing an entry Apprise cannot send to, or None. Apprise
+    itself decides, as delivery will (activities/notify.py); the entry is named by its place,
+    never echoed: its URL may carry a token."""
+    if not value:
+        return None
+    import apprise
+
+    logging.getLogger("apprise").setLevel(logging.CRITICAL)  # it would log the URL
+    entries = [value] if isinstance(value, str) else value
+    for position, entry in enumerate(entries, start=1):
+        if not is_url(entry) and Path(entry).is_file():
+            usable = apprise.AppriseConfig().add(entry)
+        else:
+            usable = apprise.Apprise().add(entry)
+        if not usable:
+            which = f"entry {position} of {len(entries)}" if len(entries) > 1 else "its value"
+            return (
+                f"is not allowed: {which} is neither an Apprise URL nor an Apprise config file; "
+                "check its scheme and fields against Apprise's list of services."
+            )
+    return None
 
 
 LOCATIONS = ("log_root", "log_store", "sync")  # options naming a place for logs or files

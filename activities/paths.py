@@ -51,3 +51,29 @@ def write_atomic(path: Path, text: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def unwritable(location: str) -> str | None:
+    """Why a local directory cannot be created or written, in the OS's words; None when it can,
+    or when it is a URL (a remote store is not probed). It is probed as the workers will use it:
+    created if missing, a file written and removed. Directories made for the probe are removed
+    again, so a refusal (or a dry run) leaves nothing behind."""
+    import tempfile
+
+    if is_url(location):
+        return None
+    directory = Path(local_path(location)).expanduser()
+    made = [d for d in [directory, *directory.parents] if not d.exists()]  # deepest first
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".steward-probe-"):
+            pass
+    except OSError as err:
+        return err.strerror or str(err)
+    finally:
+        for created in made:
+            try:
+                created.rmdir()
+            except OSError:
+                break
+    return None

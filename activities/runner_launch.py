@@ -40,6 +40,10 @@ SANDBOX_SIDECAR_ENV = "STEWARD_CAPTURE_SANDBOXES"  # capture: write each task's 
 WORKER_ENV = "STEWARD_WORKER"  # "1": approvals sent to a human are answered through Steward
 APPROVALS_DIR_ENV = "STEWARD_APPROVALS_DIR"  # where those approvals are asked and answered
 
+# The start of the runner's own refusal on stderr (a bad `.env`, an empty task list): capture
+# shows the sentence after it as it is, not as a failure of the user's code.
+REFUSAL_MARK = "steward refused: "
+
 STEERING_ENV = (
     CAPTURE_ENV,
     SELECTION_ENV,

@@ -91,8 +91,10 @@ def launch(
         raise bad_input(
             f"--docker-pools must be one of {', '.join(pools.CHOICES)}, not {docker_pools!r}."
         )
+    launching.refuse_unwritable(ctx)
     ctx.ensure_services(quiet=as_json)
     plan = launching.make_plan(ctx, definition)
+    launching.refuse_unwritable_log_dir(plan)
     document = plan.document()
     if dry_run:
         emit(as_json, {"ok": True, "dry_run": True, **document}, lambda: _print_dry_run(plan))

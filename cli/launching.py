@@ -74,6 +74,42 @@ def refuse_unsupported(ctx: Context, definition: str) -> None:
     )
 
 
+def refuse_unwritable(ctx: Context) -> None:
+    """Refuse a workspace, `log_root` or `sync` directory the run could not write, before
+    anything starts: a worker would otherwise fail on it hours in."""
+    from worker.workspace import unwritable
+
+    problem = unwritable(str(ctx.workspace))
+    if problem:
+        raise bad_input(
+            f"The workspace {ctx.workspace} cannot be written ({problem}); make it writable: "
+            "the run keeps its journal and status there."
+        )
+    for option in ("log_root", "sync"):
+        location = getattr(ctx.options, option)
+        problem = unwritable(location) if location else None
+        if problem:
+            raise bad_input(
+                f"The {option} directory {location} cannot be created or written ({problem}); "
+                f"make it writable, or set {option} to a directory that is."
+            )
+
+
+def refuse_unwritable_log_dir(plan: LaunchPlan) -> None:
+    """Refuse a log dir the workers could not write (the definition's own, or under log_root)."""
+    from worker.workspace import unwritable
+
+    problem = unwritable(plan.log_dir)
+    if problem:
+        fix = (
+            "pass eval_set() another log_dir" if plan.capture.log_dir else "set log_root elsewhere"
+        )
+        raise bad_input(
+            f"The run's log dir {plan.log_dir} cannot be created or written ({problem}); "
+            f"make it writable, or {fix}."
+        )
+
+
 def make_plan(ctx: Context, definition: str) -> LaunchPlan:
     from worker.workspace import (
         DefinitionError,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import typer
 
 from . import cmd_control, cmd_decisions, cmd_launch, cmd_runs, cmd_services, cmd_workspace
-from .output import BAD_INPUT, finish
+from .output import BAD_INPUT, FAILED, OK, errors, finish, refuse_usage
 
 app = typer.Typer(
     help="Steward: durable supervision of long Inspect AI eval runs on Temporal.",
@@ -65,10 +65,18 @@ for group, name in (
 
 
 def run() -> None:
+    import sys
+
     try:
-        app()
+        # Not standalone: Click's usage errors come back here, where --json can answer them.
+        code = app(standalone_mode=False)
+    except typer.TyperException as err:  # Click's errors (Typer vendors Click)
+        refuse_usage(err, sys.argv[1:])
+    except typer.Abort:
+        errors.print("Aborted.")
+        finish(FAILED)
     except SystemExit as exit_:
         code = (
             exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else BAD_INPUT)
         )
-        finish(code)
+    finish(code if isinstance(code, int) else OK)

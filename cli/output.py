@@ -18,8 +18,9 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
+import typer
 from rich.console import Console
 
 OK, FAILED, BAD_INPUT = 0, 1, 2
@@ -45,7 +46,7 @@ def emit(as_json: bool, data: Any, render: Callable[[], None]) -> None:
         render()
 
 
-def finish(code: int) -> None:
+def finish(code: int) -> NoReturn:
     """Leave without running interpreter teardown: the Temporal client's runtime can abort
     a short-lived process at exit (sdk-python#300)."""
     sys.stdout.flush()
@@ -53,14 +54,34 @@ def finish(code: int) -> None:
     os._exit(code)
 
 
+def error_document(message: str, code: int) -> str:
+    """The one JSON document of a command that failed or was refused."""
+    return json.dumps({"ok": False, "error": message, "exit_code": code}) + "\n"
+
+
 def fail(error: CommandError, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(
-            json.dumps({"ok": False, "error": str(error), "exit_code": error.code}) + "\n"
-        )
+        sys.stdout.write(error_document(str(error), error.code))
     else:
         errors.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
     finish(error.code)
+
+
+def refuse_usage(error: typer.TyperException, argv: list[str]) -> NoReturn:
+    """A usage error Click raised before any command ran (a missing argument, an unknown
+    option): Typer's usual message on stderr and, with --json anywhere on the command line,
+    the JSON error document on stdout too, so an agent reads it like any other refusal."""
+    from typer import rich_utils
+
+    if "--json" in argv:
+        message = error.format_message()
+        context = getattr(error, "ctx", None)
+        if context is not None:
+            path = context.command_path
+            message = f"{path}: {message.rstrip('.')}; see `{path} --help`."
+        sys.stdout.write(error_document(message, error.exit_code))
+    rich_utils.rich_format_error(error)  # type: ignore[arg-type]  # Typer's own display
+    finish(error.exit_code)
 
 
 def command(fn: Callable) -> Callable:

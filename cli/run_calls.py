@@ -2,8 +2,9 @@
 it. Calls are typed (`EvalRun.pause`, not "pause"): the workflow class is the contract.
 
 A refusal is the user's one sentence and exit code 2 whichever command meets it: no run was
-launched, the run has already ended (before the call, or while it was on its way), or an
-update's validator said no. An update that fails while it runs is a failure (exit 1).
+launched, the run has already ended (before the call, or while it was on its way), an
+update's validator said no, or pause, resume or ramp hold met a run that runs nothing. An
+update that fails while it runs is a failure (exit 1).
 """
 
 from __future__ import annotations
@@ -74,20 +75,48 @@ async def run_handle(ctx: Context) -> RunHandle:
     return handle
 
 
-async def live_run(ctx: Context) -> RunHandle:
-    """The workspace's run, refused when it has already ended."""
+async def live_run(ctx: Context, signal: Callable[..., Any] | None = None) -> RunHandle:
+    """The workspace's run, refused when it has already ended, or when `signal` steers what
+    runs and nothing runs any more."""
     handle = await run_handle(ctx)
-    status = await query_status(handle, ctx)
-    if status.state.phase in TERMINAL_PHASES:
-        raise _ended(ctx, f"is already {status.state.phase}")
+    state = (await query_status(handle, ctx)).state
+    if state.phase in TERMINAL_PHASES:
+        raise _ended(ctx, f"is already {state.phase}")
+    refusal = steering_refusal(ctx, signal, state)
+    if refusal:
+        raise bad_input(refusal)
     return handle
+
+
+# Signals that steer what runs, and what a run that runs nothing lacks for them. (Signals have
+# no validators, so the CLI refuses them; a run ending on the way makes them harmless no-ops.)
+STEERING = {
+    EvalRun.pause: "nothing to pause",
+    EvalRun.resume: "nothing to resume",
+    EvalRun.ramp_hold: "no ramp to hold",
+}
+RUNNING_PHASES = frozenset({"capturing", "queued", "running", "stalled"})
+
+
+def steering_refusal(ctx: Context, signal: Callable[..., Any] | None, state: RunState) -> str:
+    lacking = STEERING.get(signal) if signal is not None else None
+    if lacking is None or state.phase in RUNNING_PHASES:
+        return ""
+    if signal is EvalRun.resume and state.paused:
+        return ""  # a pause can always be undone: a ruling may give a finished run work again
+    if state.phase == "finished":
+        return (
+            f"The run of {ctx.workspace} is finished and waits for signoff, so there is "
+            f"{lacking}; sign it off with `steward signoff --by NAME`."
+        )
+    return f"The run of {ctx.workspace} is {state.phase}, so there is {lacking}."
 
 
 async def signal_run(ctx: Context, signal: Callable[..., Any], payload: Any) -> RunHandle:
     """Signal the live run (e.g. `EvalRun.pause`); the handle is returned for waiting on it."""
     from temporalio.service import RPCError
 
-    handle = await live_run(ctx)
+    handle = await live_run(ctx, signal)
     try:
         await handle.signal(signal, payload)
     except RPCError as err:

@@ -5,23 +5,60 @@
 and settings kept there reach processes the Steward worker starts. Inspect's capture or
 selection mode comes from the environment variables the caller sets
 (activities/runner_launch.py).
+
+Input Steward refuses (a `.env` python-dotenv cannot read, `eval_set()` given no tasks) ends
+the runner with one line on stderr starting with REFUSAL_MARK, which capture shows as it is.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import runpy
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from dotenv import load_dotenv
 
-from activities.runner_launch import CAPTURE_ENV, SANDBOX_SIDECAR_ENV
+from activities.dotenv_files import dotenv_chain, dotenv_problem
+from activities.runner_launch import CAPTURE_ENV, REFUSAL_MARK, SANDBOX_SIDECAR_ENV
 
 
-def dotenv_files(start: Path) -> list[Path]:
-    """`.env` files from `start` up to the root, nearest first."""
-    return [d / ".env" for d in [start, *start.parents] if (d / ".env").is_file()]
+def refuse(sentence: str) -> NoReturn:
+    raise SystemExit(REFUSAL_MARK + sentence)  # printed to stderr, exit code 1
+
+
+def load_dotenv_files(start: Path) -> None:
+    """Load the `.env` files from `start` up to the root, nearest first and overriding
+    nothing; refuse one python-dotenv cannot read (it would drop the line with a warning)."""
+    for env_file in reversed(dotenv_chain(start)):
+        problem = dotenv_problem(env_file)
+        if problem:
+            refuse(problem)
+        load_dotenv(env_file, override=False)
+
+
+def refuse_empty_task_list(definition: Path) -> None:
+    """Inspect reads `eval_set([])` (or None) as "no tasks given" and imports the working
+    directory's files to find some, which runs this definition again, and again, until
+    Python's recursion limit. Refuse it before Inspect sees it, in words the user can act on."""
+    import inspect_ai
+    from inspect_ai._eval import evalset
+
+    original = evalset.eval_set
+
+    @functools.wraps(original)
+    def eval_set(*args, **kwargs):  # type: ignore[no-untyped-def]
+        tasks = args[0] if args else kwargs.get("tasks")
+        if tasks is None or (isinstance(tasks, list) and not tasks):
+            given = "an empty task list" if tasks is not None else "tasks=None"
+            refuse(
+                f"The definition {definition} passes eval_set() {given}; give it at least one task."
+            )
+        return original(*args, **kwargs)
+
+    inspect_ai.eval_set = evalset.eval_set = eval_set
 
 
 def record_sandboxes(path: str) -> None:
@@ -134,8 +171,8 @@ def main(argv: list[str]) -> None:
     if len(argv) != 1:
         sys.exit("usage: python -m worker.definition_runner DEFINITION")
     definition = Path(argv[0])
-    for env_file in dotenv_files(Path.cwd()):  # nearest first, and nothing overrides
-        load_dotenv(env_file, override=False)
+    load_dotenv_files(Path.cwd())
+    refuse_empty_task_list(definition)
     if os.environ.get(SANDBOX_SIDECAR_ENV) and os.environ.get(CAPTURE_ENV):
         record_sandboxes(os.environ[SANDBOX_SIDECAR_ENV])
     # Register Steward's approver before the definition builds its tasks, so policies naming

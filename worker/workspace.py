@@ -4,6 +4,7 @@ activities directly; the worker hosts them)."""
 from activities import docker_pools, log_store, smoke
 from activities.capture import DefinitionError, capture_definition_sync
 from activities.options import OptionsError, definition_hash, load_options
+from activities.paths import unwritable
 from activities.workspace import (
     DEFAULT_DEFINITION,
     WorkspaceError,
@@ -29,5 +30,6 @@ __all__ = [
     "init_workspace",
     "load_options",
     "read_journal",
+    "unwritable",
     "workflow_id_for",
 ]

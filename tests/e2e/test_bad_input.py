@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from harness.helpers import make_workspace, write_definition
+from harness.helpers import make_workspace, read_journal, write_definition
 
 
 def _refused(result, code: int, *needles: str) -> str:
@@ -201,3 +204,142 @@ def test_hawk_configuration_is_refused_naming_the_requirement(steward, workspace
     named = steward("launch", "hawk.yaml", cwd=workspace)
     _refused(named, 2, "not supported here")
     assert not (workspace / "status.md").read_text().count("Run status: running")
+
+
+def _nothing_started(steward, workspace) -> None:
+    """No workflow started and nothing written: the journal `init` made is still empty."""
+    assert (workspace / "journal.jsonl").read_text() == ""
+    _refused(steward("status", cwd=workspace), 2, "No run has been launched")
+
+
+@pytest.mark.parametrize(
+    "where, text, needles",
+    [
+        ("ws", "STEWARD_STALL_AFTER=3\nJUSTAWORD\n", ["line 2", "JUSTAWORD without a value"]),
+        ("parent", 'A=1\n\nB="never closed\n', ["line 3", "is not a NAME=value line"]),
+    ],
+)
+def test_a_dotenv_that_does_not_parse_is_refused(steward, tmp_path, where, text, needles):
+    workspace = tmp_path / "ws"
+    steward.ok("init", str(workspace))
+    env_file = (workspace if where == "ws" else tmp_path) / ".env"
+    env_file.write_text(text)
+    for command in ("launch", "tasks"):
+        shown = _refused(steward(command, cwd=workspace), 2, f"{env_file} ", *needles)
+        assert "never closed" not in shown and len(shown.strip().splitlines()) <= 3
+    env_file.unlink()
+    _nothing_started(steward, workspace)
+
+
+def test_a_notification_apprise_cannot_send_to_is_refused_without_echoing_it(steward, tmp_path):
+    workspace = tmp_path / "ws"
+    steward.ok("init", str(workspace))
+    secret = "bogus://sekrit-token@example.invalid/hook"
+    with open(workspace / "_steward.yaml", "a") as handle:
+        handle.write(f"notification: [json://127.0.0.1:9/ok, '{secret}']\n")
+    for args in (["launch"], ["launch", "--json"], ["status"]):
+        shown = _refused(
+            steward(*args, cwd=workspace),
+            2,
+            "Option 'notification'",
+            "_steward.yaml",
+            "entry 2 of 2",
+            "neither an Apprise URL nor an Apprise config file",
+        )
+        assert "sekrit" not in shown and "bogus" not in shown
+    (workspace / "_steward.yaml").write_text("")
+    _nothing_started(steward, workspace)
+
+
+def test_eval_set_with_an_empty_task_list_is_refused(steward, tmp_path):
+    workspace = tmp_path / "ws"
+    steward.ok("init", str(workspace))
+    (workspace / "evalset.py").write_text("from inspect_ai import eval_set\n\neval_set(tasks=[])\n")
+    sentence = (
+        "The definition evalset.py passes eval_set() an empty task list; give it at least one task."
+    )
+    for command in ("launch", "tasks"):
+        shown = _refused(steward(command, cwd=workspace), 2, sentence)
+        assert "RecursionError" not in shown
+    _nothing_started(steward, workspace)
+
+
+@pytest.mark.parametrize(
+    "options, eval_set_args, needles",
+    [
+        ("log_root: /proc/forbidden\n", "", ["The log_root directory /proc/forbidden", "log_root"]),
+        ("sync: /proc/forbidden/mirror\n", "", ["The sync directory /proc/forbidden/mirror"]),
+        (
+            "",
+            ", log_dir='/proc/forbidden/logs'",
+            ["The run's log dir /proc/forbidden/logs", "pass eval_set() another log_dir"],
+        ),
+    ],
+)
+def test_a_directory_that_cannot_be_written_is_refused_at_launch(
+    steward, tmp_path, options, eval_set_args, needles
+):
+    # /proc takes no new directory, even from root (which chmod would not stop).
+    workspace = make_workspace(
+        steward, tmp_path, {"a": 2}, options=options, eval_set_args=eval_set_args
+    )
+    for args in (["launch"], ["launch", "--dry-run"]):
+        _refused(steward(*args, cwd=workspace), 2, *needles, "cannot be created or written")
+    assert not Path("/proc/forbidden").exists()
+    _nothing_started(steward, workspace)
+
+
+def test_a_workspace_that_cannot_be_written_is_refused_at_launch(steward, tmp_path):
+    workspace = make_workspace(steward, tmp_path, {"a": 2})
+    # Root ignores chmod; an immutable directory refuses even root.
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(workspace)]).returncode:
+        pytest.skip("chattr +i is not available here")
+    try:
+        _refused(
+            steward("launch", cwd=workspace),
+            2,
+            f"The workspace {workspace} cannot be written (Operation not permitted)",
+        )
+    finally:
+        subprocess.run(["chattr", "-i", str(workspace)], check=True)
+    assert not (workspace / "logs").exists()
+    _nothing_started(steward, workspace)
+
+
+def test_steering_a_run_that_runs_nothing_is_refused(steward, tmp_path):
+    workspace = make_workspace(steward, tmp_path, {"quick": 2})
+    steward.ok("launch", cwd=workspace)
+    steward.wait_phase(workspace, {"finished"})
+    finished = "is finished and waits for signoff, so there is"
+    for args, lacking in (
+        (["pause", "--reason", "late"], "nothing to pause"),
+        (["resume"], "nothing to resume"),
+        (["ramp", "hold"], "no ramp to hold"),
+    ):
+        _refused(steward(*args, cwd=workspace), 2, finished, lacking, "steward signoff --by NAME")
+        refused = steward(*args, "--json", cwd=workspace)
+        assert refused.code == 2 and lacking in refused.json["error"]
+    state = steward.status(workspace)["state"]
+    assert state["phase"] == "finished" and not state["paused"] and not state["ramp_hold"]
+    recorded = {e["event"] for e in read_journal(workspace)}
+    assert not recorded & {"paused", "resumed", "ramp hold"}  # nothing reached the run
+    steward.ok("signoff", "--by", "norah", cwd=workspace)
+    for args in (["pause"], ["resume"], ["ramp", "hold"]):
+        _refused(steward(*args, cwd=workspace), 2, "is already signed_off")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["rule", "d-2", "--json"], "steward rule: Missing argument 'verdict'"),
+        (["--json", "rule", "d-2"], "steward: No such option: --json"),
+        (["status", "--colour", "--json"], "steward status: No such option: --colour"),
+    ],
+)
+def test_a_usage_error_with_json_answers_in_json_too(steward, tmp_path, args, message):
+    result = steward(*args, cwd=tmp_path)
+    _refused(result, 2)
+    document = result.json
+    assert document["ok"] is False and document["exit_code"] == 2
+    assert document["error"].startswith(message)
+    assert message.split(": ", 1)[1] in result.stderr  # Typer's usual message stays
