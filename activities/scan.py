@@ -5,8 +5,8 @@ Completed `.eval` logs are scanned with inspect_scout: always with the built-in
 the grading?), plus any extra scanners named as `registered_name` or `path/to/file.py@name`.
 Every positive result comes back as a plain finding dict (activities/scan_findings.py).
 
-The Temporal activity runs the scan in a child process (`python -m activities.scan`, JSON on
-stdin and stdout), not in the worker: scout allows one scan per process at a time (a
+The Temporal activity runs the scan in a child process (forked from a server that has scout
+imported already: activities/scan_process.py), not in the worker: scout allows one scan per process at a time (a
 module-level flag), re-enters a running asyncio loop through nest_asyncio (which patches
 asyncio process-wide), sets a process-wide display and model context, reads `scout.yaml` and
 `.env` from the process's working directory, and imports the user's scanner files for good.
@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from temporalio.exceptions import ApplicationError
 from workflows.names import Activity
 
 from .scan_findings import read_findings
+from .scan_process import run_in_child
 
 SCORING_INTEGRITY = "scoring_integrity"
 
@@ -277,41 +277,20 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
         "scanners": list(request.get("scanners") or []),
         "cwd": str(Path(request.get("cwd") or Path.cwd()).resolve()),
     }
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-P",  # not results_dir on sys.path: nothing written there may shadow a module
-        "-m",
-        "activities.scan",
-        cwd=results_dir,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    response, last_line = await run_in_child(
+        respond, child_request, results_dir, _heartbeat, HEARTBEAT_INTERVAL_S
     )
-    communicate = asyncio.ensure_future(child.communicate(json.dumps(child_request).encode()))
-    try:
-        while True:
-            done, _ = await asyncio.wait({communicate}, timeout=HEARTBEAT_INTERVAL_S)
-            if done:
-                break
-            if activity.in_activity():
-                activity.heartbeat()
-        stdout, stderr = communicate.result()
-    except asyncio.CancelledError:
-        if child.returncode is None:
-            child.kill()
-        await asyncio.gather(communicate, return_exceptions=True)  # reap it and its pipes
-        raise
-    if child.returncode != 0 or not stdout.strip():
-        lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-        raise ScanFailed(
-            f"The scan process exited with code {child.returncode}: "
-            f"{lines[-1].strip() if lines else 'no output'}"
-        )
-    response = json.loads(stdout)
+    if response is None:
+        raise ScanFailed(f"The scan process died before it answered: {last_line}")
     if "error" in response:
         error_type = ScanRequestError if response["error"]["type"] == "request" else ScanFailed
         raise error_type(response["error"]["message"])
     return response["findings"]
+
+
+def _heartbeat() -> None:
+    if activity.in_activity():
+        activity.heartbeat()
 
 
 @activity.defn(name=Activity.SCAN_TRANSCRIPTS)
@@ -325,14 +304,10 @@ async def scan_transcripts_activity(request: dict) -> list[dict]:
         raise ApplicationError(str(err), type="ScanFailed") from err
 
 
-def _main() -> int:
-    """Child process: a request as JSON on stdin, `{"findings"}` or `{"error"}` on stdout."""
-    request = json.load(sys.stdin)
-    # Keep stdout for the response alone: whatever scout or a scanner prints goes to stderr.
-    response_fd = os.dup(1)
-    os.dup2(2, 1)
+def respond(request: dict) -> dict[str, Any]:
+    """In the child: `{"findings"}`, or `{"error": {"type", "message"}}` for a refusal."""
     try:
-        response: dict[str, Any] = {
+        return {
             "findings": scan_transcripts(
                 request["log_paths"],
                 request["results_dir"],
@@ -342,14 +317,6 @@ def _main() -> int:
             )
         }
     except ScanRequestError as err:
-        response = {"error": {"type": "request", "message": str(err)}}
+        return {"error": {"type": "request", "message": str(err)}}
     except ScanFailed as err:
-        response = {"error": {"type": "failed", "message": str(err)}}
-    sys.stdout.flush()
-    with os.fdopen(response_fd, "w") as out:
-        json.dump(response, out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main())
+        return {"error": {"type": "failed", "message": str(err)}}
