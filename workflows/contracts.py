@@ -249,6 +249,7 @@ class RunState(BaseModel):
     workspace_problem: str | None = None
     last_heartbeat_at: datetime | None = None
     scanned_logs: list[str] = Field(default_factory=list)
+    scanning_logs: list[str] = Field(default_factory=list)  # what the running scan reads
     scan_problem: str | None = None
     signoff: Signoff | None = None
     capacity: CapacityState = Field(default_factory=CapacityState)

@@ -310,9 +310,15 @@ def absorb(
     """
     outcome = TriageOutcome()
     known = {i.key for c in triage.classes for i in c.instances}
+    # The errored run a rerun replaced is still in the log until the rerun lands: not new.
+    seen_runs = {
+        (i.anomaly.sample_ref, i.anomaly.uuid) for c in triage.classes for i in c.instances
+    }
     for anomaly in anomalies:
         if anomaly.kind == "sample_error" and anomaly.sample_ref in triage.reruns:
             anomaly = anomaly.model_copy(update={"kind": "rerun_failed"})
+            if by_sample and (anomaly.sample_ref, anomaly.uuid) in seen_runs:
+                continue
         key = anomaly.sample_key if by_sample else anomaly.key
         if key in known:
             continue

@@ -2,7 +2,8 @@
 
 The loop: capture the definition into tasks, ask for capacity, then tend until the run ends —
 each tend observes the run and acts on what it saw — waiting between tends for an event: a
-command, a watched worker that exited, hung or lingers (eval_run_watch.py), or the timer, which
+command, a watched worker that exited, hung or lingers (eval_run_watch.py), a scan that ended
+(eval_run_scan.py), or the timer, which
 stays as the safety net and the ramp's window (a finished run with nothing to retry has none).
 Signals and updates are commands, queries are state, long-running heartbeating activities watch
 the workers, and every side effect is an activity on the host queue of the machine that holds
@@ -16,12 +17,13 @@ Where each concern lives (each module takes one `RunContext`, eval_run_context.p
 | eval_run_context.py | input, state, patch flags, activities, journal, workspace write, outbox |
 | eval_run_tend.py | one tend's steps: observe → apply → ramp → triage → spawn → publish |
 | eval_run_ramp.py | live options and the ramp applied (setpoint_plan.py decides) |
-| eval_run_triage.py | error classes, rulings, the integrity scan, the cost cap |
+| eval_run_triage.py | error classes, rulings, healing, the cost cap (and older runs' scan) |
 | eval_run_capacity.py | admission and release (admission.py decides) |
 | eval_run_change.py | relaunch (amend), drift, log-store reuse |
 | eval_run_lifecycle.py | capture, signoff, cancel |
 | eval_run_workers.py | spawning and stopping task workers |
 | eval_run_watch.py | one heartbeating watch activity per worker: exits, hangs, lingering wake the run |
+| eval_run_scan.py | the integrity scan beside the run: each complete task's logs, its end wakes the run |
 | eval_run_views.py, eval_run_state.py | what queries and renderers show (pure) |
 
 Adding a step: write the decision as a pure function over the state that returns actions as
@@ -43,10 +45,10 @@ with workflow.unsafe.imports_passed_through():
     from . import eval_run_capacity as run_capacity
     from . import eval_run_change as change
     from . import eval_run_lifecycle as lifecycle
+    from . import eval_run_scan, rulings
     from . import eval_run_tend as tending
     from . import eval_run_triage as triage
     from . import eval_run_views as views
-    from . import rulings
     from .capacity import Admission
     from .contracts import (
         ENDING_PHASES,
@@ -288,6 +290,8 @@ class EvalRun:
     @workflow.update
     async def signoff(self, request: SignoffRequest) -> Signoff:
         """Sign the run off: curate the log dir, finalize journal and status, stop tending."""
+        if self._ctx.patches.scan:
+            await eval_run_scan.wait_for_scan(self._ctx)
         async with self._ctx.lock:
             return await lifecycle.signoff(self._ctx, request)
 

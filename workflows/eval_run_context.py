@@ -50,6 +50,7 @@ class Patches:
     timer: bool  # the tend interval follows _steward.yaml edits
     watch: bool  # a heartbeating watch per task worker; its exits and hangs wake the run
     heal: bool  # errored samples a resumed task completed leave their classes; each counted once
+    scan: bool  # each complete task is scanned beside the run, never inside a tend
 
     @classmethod
     def read(cls) -> Patches:
@@ -61,6 +62,7 @@ class Patches:
             timer=workflow.patched("timer-v1"),
             watch=workflow.patched("watch-v1"),
             heal=workflow.patched("heal-v1"),
+            scan=workflow.patched("scan-v2"),
         )
 
     @staticmethod
@@ -82,6 +84,8 @@ class RunContext:
         self.watches: dict[str, asyncio.Task[None]] = {}  # worker id -> its watch loop
         self.worker_ends: list[WorkerEnd] = []  # what the watches reported since the last tend
         self.scanning = False  # the integrity scan runs (a signoff waits for it)
+        self.scan_job: asyncio.Task[None] | None = None  # scan-v2: the scan beside the run
+        self.scan_outcomes: list[Any] = []  # scan-v2: finished scans the next tend takes in
 
     @property
     def settings(self) -> RunSettings:

@@ -10,9 +10,17 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from . import policy, rulings, worker_watch
+    from . import eval_run_scan, policy, rulings, worker_watch
+    from . import eval_run_triage as triage
     from .activity_io import CaptureRequest, CurateRequest, CurateResult
-    from .contracts import UNCHANGEABLE_PHASES, Capture, Notice, Signoff, SignoffRequest
+    from .contracts import (
+        UNCHANGEABLE_PHASES,
+        Capture,
+        Notice,
+        Signoff,
+        SignoffRequest,
+        TendSummary,
+    )
     from .eval_run_capacity import release
     from .eval_run_change import reuse_from_store
     from .eval_run_context import RunContext, cause_of
@@ -67,7 +75,8 @@ def signoff_blockers(ctx: RunContext, scan_running_blocks: bool = True) -> list[
     return rulings.signoff_blockers(
         state.triage,
         open_tasks=[t.spec.name for t in state.tasks if t.phase not in ("complete", "given_up")],
-        unscanned=bool(policy.unscanned_logs(state)) and (scan_running_blocks or not ctx.scanning),
+        unscanned=bool(policy.unscanned_logs(state))
+        and (scan_running_blocks or not (ctx.scanning or ctx.scan_outcomes)),
         scan_problem=state.scan_problem,
         settled_logs=policy.settled_logs(state),
         waiting_for=worker_watch.rulings_waiting(state),
@@ -86,6 +95,14 @@ def signoff_problem(ctx: RunContext, request: SignoffRequest) -> str | None:
 
 async def signoff(ctx: RunContext, request: SignoffRequest) -> Signoff:
     """Curate the log dir (keep each complete task's log), finalize journal and status."""
+    if ctx.patches.scan and ctx.scan_outcomes:
+        # A scan that ended since the last tend: its findings may block the signoff.
+        state = ctx.state
+        summary = TendSummary(
+            tend=state.tend_count, at=workflow.now(), phase=state.phase, paused=state.paused
+        )
+        triage.absorb(ctx, eval_run_scan.take_in(ctx, summary), summary)
+        ctx.wake = True  # a tend tells the operator of what the scan raised
     blockers = signoff_blockers(ctx)
     if blockers:
         # Checked again under the lock: a tend may have changed the run since the validator.

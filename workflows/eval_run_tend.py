@@ -13,7 +13,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import healing, notices, policy
+    from . import eval_run_scan, healing, notices, policy
     from .activity_io import AnomalyRequest, ObserveRequest, TidyRequest, WorkerEnd
     from .contracts import ENDING_PHASES, Notice, Observation, TendSummary
     from .eval_run_capacity import account_capacity, admit, needs_admission, queued, release
@@ -62,6 +62,10 @@ async def tend(ctx: RunContext) -> TendSummary:
             check_cost_cap(ctx, summary)
     await _start_work(ctx, summary)
     await _settle_phase(ctx)
+    if ctx.patches.scan:
+        eval_run_scan.start(ctx)
+        await _finish_tend(ctx, summary)
+        return summary
     await _finish_tend(ctx, summary)
     if ctx.patches.watch and not policy.open_tasks(state) and policy.unscanned_logs(state):
         ctx.scanning = True

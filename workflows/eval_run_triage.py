@@ -11,7 +11,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import cost, decisions, healing, policy, rulings
+    from . import cost, decisions, eval_run_scan, healing, policy, rulings
     from .activity_io import ApplyRequest, ApplyResult, ScanRequest
     from .contracts import CancelRequest, Observation, TendSummary
     from .decisions import Anomaly
@@ -39,6 +39,8 @@ async def triage(
         for identifier in stalled
     ]
     anomalies += observation.anomalies or []
+    if ctx.patches.scan:
+        anomalies += eval_run_scan.take_in(ctx, summary)
     if observation.anomaly_problem:
         summary.problem = f"finding anomalies failed: {observation.anomaly_problem}"
         ctx.journal("tend failed", problem=summary.problem)
@@ -199,26 +201,7 @@ async def scan(ctx: RunContext, summary: TendSummary) -> None:
         return
     state.scan_problem = None
     state.scanned_logs.extend(logs)
-    by_name = {t.spec.name: t.spec for t in state.tasks}
-    by_log = {t.log: t.spec for t in state.tasks if t.log}
-    anomalies = []
-    for finding in findings:
-        spec = by_log.get(finding.get("log")) or by_name.get(str(finding.get("task")))
-        if spec is None:
-            continue
-        anomalies.append(
-            Anomaly(
-                kind="scan_finding",
-                task=spec.identifier,
-                task_name=spec.name,
-                sample_id=str(finding.get("sample_id")),
-                epoch=finding.get("epoch"),
-                uuid=f"{finding.get('scanner')}:{finding.get('log')}",
-                log=finding.get("log"),
-                scanner=str(finding.get("scanner")),
-                detail=str(finding.get("explanation") or "")[:500],
-            )
-        )
+    anomalies = eval_run_scan.findings_as_anomalies(ctx, findings)
     ctx.journal("scanned", logs=len(logs), findings=len(anomalies))
     absorb(ctx, anomalies, summary)
 

@@ -32,6 +32,21 @@ def task_rows(tasks: list[TaskState]) -> list[dict]:
     ]
 
 
+def scan_line(state: RunState) -> str | None:
+    """How far the integrity scan has got: complete tasks whose logs it read, and what it
+    reads now (None until a task is complete)."""
+    logs = [t.log for t in state.tasks if t.phase == "complete" and t.log]
+    if not logs:
+        return None
+    scanned = sum(log in state.scanned_logs for log in logs)
+    line = f"{scanned} of {len(logs)} complete task(s) scanned"
+    if state.scanning_logs:
+        line += f", scanning {len(state.scanning_logs)}"
+    if state.scan_problem:
+        line += f"; last attempt failed: {state.scan_problem}"
+    return line
+
+
 def cost_line(state: RunState) -> str | None:
     """LLM cost and reserved capacity-time, side by side (None before anything was spent)."""
     llm = llm_cost(state)
@@ -77,6 +92,9 @@ def render_status_markdown(status: RunStatus) -> str:
     spent = cost_line(state)
     if spent:
         lines.append(f"- Cost: {spent}")
+    scanned = scan_line(state)
+    if scanned:
+        lines.append(f"- Scan: {scanned}")
     if state.reused:
         lines.append(f"- From the log store (not run): {', '.join(state.reused)}")
     if state.drift:

@@ -34,6 +34,8 @@ def test_a_rerun_that_fails_again_is_a_new_instance_even_by_sample():
     triage = Triage()
     by_sample(triage, [error(1, uuid="a1")])
     triage.reruns[error(1).sample_ref] = triage.classes[0].id
+    # The errored run the rerun replaces, read again before the rerun lands: nothing new.
+    assert by_sample(triage, [error(1, uuid="a1")], tend=2).new_instances == {}
     outcome = by_sample(triage, [error(1, uuid="r1")], tend=2)
     assert [c.kind for c in triage.classes] == ["sample_error", "rerun_failed"]
     assert outcome.new_classes == [triage.classes[1].id]

@@ -159,3 +159,18 @@ def test_max_tasks_policy_keeps_definition_order():
     assert [[t.spec.name for t in g] for g in policy.plan_spawns(state, RunSettings())] == [["b"]]
     state.max_tasks = None
     assert len(policy.plan_spawns(state, RunSettings())) == 3  # unset: all at once
+
+
+def test_scan_progress_counts_complete_tasks_scanned_and_scanning():
+    from workflows.status_view import scan_line
+
+    state = _state("a", "b", "c")
+    assert scan_line(state) is None  # nothing complete: nothing to scan yet
+    for task, log in zip(state.tasks[:2], ("/logs/a.eval", "/logs/b.eval"), strict=True):
+        task.phase, task.log = "complete", log
+    state.scanned_logs, state.scanning_logs = ["/logs/a.eval"], ["/logs/b.eval"]
+    assert scan_line(state) == "1 of 2 complete task(s) scanned, scanning 1"
+    state.scanning_logs, state.scan_problem = [], "ScanFailed: the judge did not answer"
+    assert scan_line(state) == (
+        "1 of 2 complete task(s) scanned; last attempt failed: ScanFailed: the judge did not answer"
+    )

@@ -1,0 +1,96 @@
+"""The integrity scan keeps pace with the run: a complete task is scanned while another task
+still runs, its findings become a decision before the run finishes, status shows how far the
+scan has got, and a signoff after the last task waits for the last scan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.helpers import fetch_history, read_journal, replay, wait_for
+
+# `slow` waits while the hold file exists (its own solver: the offline model, which the scan
+# uses too, is never held); `quick` completes at once.
+DEFINITION = """import asyncio
+from pathlib import Path
+
+from inspect_ai import Task, eval_set, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import match
+from inspect_ai.solver import generate, solver
+
+HOLD = Path(__file__).parent / "hold-slow"
+
+
+@solver
+def held():
+    async def solve(state, generate):
+        while HOLD.exists():
+            await asyncio.sleep(0.2)
+        return await generate(state)
+
+    return solve
+
+
+def samples(prefix, count):
+    return [Sample(id=i, input=f"Reply with: {prefix}-{i}", target=f"{prefix}-{i}")
+            for i in range(1, count + 1)]
+
+
+@task
+def quick():
+    return Task(dataset=samples("quick", 3), solver=generate(), scorer=match())
+
+
+@task
+def slow():
+    return Task(dataset=samples("slow", 3), solver=held(), scorer=match())
+
+
+eval_set(tasks=[quick(), slow()], model="steward/offline")
+"""
+
+
+def _workspace(steward, root: Path) -> Path:
+    workspace = root / "ws"
+    steward.ok("init", str(workspace))
+    (workspace / "evalset.py").write_text(DEFINITION)
+    with open(workspace / "_steward.yaml", "a") as handle:
+        handle.write("\ntend_interval: 1h\n")
+    (workspace / ".env").write_text("STEWARD_OFFLINE_FLAG=quick-2\n")
+    (workspace / "hold-slow").write_text("held by the test\n")
+    return workspace
+
+
+def _scans(workspace: Path) -> list[dict]:
+    return [e for e in read_journal(workspace) if e["event"] == "scanned"]
+
+
+def test_a_complete_task_is_scanned_while_another_runs(steward, workspace_root):
+    workspace = _workspace(steward, workspace_root)
+    launched = steward.ok("launch", cwd=workspace)
+
+    # Without any command (the timer is an hour away) quick's log is scanned while slow runs.
+    [first] = wait_for(lambda: _scans(workspace), timeout=120, interval=1, what="the first scan")
+    assert first["logs"] == 1 and first["findings"] == 1
+    state = steward.state(workspace)
+    phases = {t["spec"]["name"]: t["phase"] for t in state["tasks"]}
+    assert phases == {"quick": "complete", "slow": "running"}
+    [decision] = steward.ok("collect", "--since", "0", cwd=workspace)["decisions"]
+    assert decision["kind"] == "scan_finding"
+    assert [i["sample_id"] for i in decision["instances"]] == ["2"]
+    shown = steward("status", cwd=workspace)
+    assert "scan: 1 of 1 complete task(s) scanned" in shown.stdout, shown.stdout
+    assert "Scan: 1 of 1 complete task(s) scanned" in (workspace / "status.md").read_text()
+
+    steward.ok("rule", decision["id"], "dismiss", "--by", "norah", cwd=workspace)
+    (workspace / "hold-slow").unlink()
+    status = steward.wait_phase(workspace, {"finished"})
+    # Signoff right after the finish waits for slow's scan instead of refusing it.
+    assert steward.ok("signoff", "--by", "norah", cwd=workspace)["by"] == "norah"
+    scans = _scans(workspace)
+    assert [s["logs"] for s in scans] == [1, 1]  # each task's log scanned once
+    events = [e["event"] for e in read_journal(workspace)]
+    assert events.index("scanned") < events.index("finished")
+
+    history = fetch_history(steward, launched["workflow_id"], status["run_id"])
+    replay(history, record_as="eval_run_scan_v2_beside_the_run")

@@ -1,0 +1,123 @@
+"""The scoring-integrity scan keeps pace with the run (behind `scan-v2`): a task's transcripts
+are scanned as soon as the task is complete, while other tasks still run, and never inside a
+tend.
+
+The tend starts a scan of the complete logs not scanned yet when none is running (`start`); the
+scan runs beside the run (an asyncio task of the workflow, like the watches) and its end wakes
+the run; the next tend takes its findings in (`take_in`) and starts the next scan for what
+completed meanwhile. A signoff waits for a running scan and takes its findings in first. Runs
+recorded before `scan-v2` scan inside the tend once every task is settled (eval_run_triage.scan).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from . import policy
+    from .activity_io import ScanRequest
+    from .contracts import TendSummary
+    from .decisions import Anomaly
+    from .eval_run_context import RunContext, cause_of
+    from .layout import scans_dir_of
+    from .names import Activity
+
+
+class ScanOutcome(BaseModel):
+    logs: list[str]
+    findings: list[dict[str, Any]] = Field(default_factory=list)
+    problem: str | None = None
+
+
+def start(ctx: RunContext) -> None:
+    """Scan the complete logs not scanned yet, unless a scan runs or waits to be taken in."""
+    state = ctx.state
+    if ctx.scanning or ctx.scan_outcomes:
+        return
+    logs = policy.unscanned_logs(state)
+    if not logs:
+        return
+    ctx.scanning, state.scanning_logs = True, list(logs)
+    ctx.scan_job = asyncio.create_task(_scan(ctx, logs))
+
+
+async def _scan(ctx: RunContext, logs: list[str]) -> None:
+    request = ScanRequest(
+        log_paths=logs,
+        results_dir=scans_dir_of(ctx.workspace),
+        scan_model=ctx.settings.scan_model,
+        scanners=ctx.settings.scanners,
+        cwd=ctx.workspace,
+    )
+    try:
+        findings = await ctx.activity(
+            Activity.SCAN_TRANSCRIPTS,
+            request,
+            result_type=list[dict[str, Any]],
+            timeout=timedelta(minutes=30),
+            heartbeat=timedelta(minutes=2),
+            attempts=2,
+        )
+        outcome = ScanOutcome(logs=logs, findings=findings)
+    except ActivityError as err:
+        outcome = ScanOutcome(logs=logs, problem=cause_of(err))
+    ctx.scan_outcomes.append(outcome)
+    ctx.scanning, ctx.wake = False, True
+
+
+async def wait_for_scan(ctx: RunContext) -> None:
+    """A signoff waits for the running scan (its findings may still block it)."""
+    await workflow.wait_condition(lambda: not ctx.scanning)
+
+
+def take_in(ctx: RunContext, summary: TendSummary) -> list[Anomaly]:
+    """The finished scans' findings as anomalies (the caller files them); the logs they read
+    count as scanned; a failed scan is journalled once per reason and tried again."""
+    state, anomalies = ctx.state, []
+    if ctx.scan_outcomes:
+        state.scanning_logs = []
+    for outcome in ctx.scan_outcomes:
+        if outcome.problem is not None:
+            if outcome.problem != state.scan_problem:
+                ctx.journal("scan failed", problem=outcome.problem, logs=len(outcome.logs))
+            state.scan_problem = outcome.problem
+            continue
+        state.scan_problem = None
+        state.scanned_logs.extend(outcome.logs)
+        found = findings_as_anomalies(ctx, outcome.findings)
+        ctx.journal("scanned", logs=len(outcome.logs), findings=len(found))
+        anomalies.extend(found)
+    ctx.scan_outcomes = []
+    return anomalies
+
+
+def findings_as_anomalies(ctx: RunContext, findings: list[dict[str, Any]]) -> list[Anomaly]:
+    """Scan findings as `scan_finding` anomalies of the tasks whose logs they came from."""
+    state = ctx.state
+    by_name = {t.spec.name: t.spec for t in state.tasks}
+    by_log = {t.log: t.spec for t in state.tasks if t.log}
+    anomalies = []
+    for finding in findings:
+        spec = by_log.get(finding.get("log")) or by_name.get(str(finding.get("task")))
+        if spec is None:
+            continue
+        anomalies.append(
+            Anomaly(
+                kind="scan_finding",
+                task=spec.identifier,
+                task_name=spec.name,
+                sample_id=str(finding.get("sample_id")),
+                epoch=finding.get("epoch"),
+                uuid=f"{finding.get('scanner')}:{finding.get('log')}",
+                log=finding.get("log"),
+                scanner=str(finding.get("scanner")),
+                detail=str(finding.get("explanation") or "")[:500],
+            )
+        )
+    return anomalies
