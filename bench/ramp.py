@@ -7,7 +7,9 @@ An eval set of `--samples` samples over 4 tasks runs three ways, each against a 
 (c) Steward with `samples_ramp: false`. Prints samples/s, its ratio to capacity, 429s served and
 samples cancelled for each, writes a PNG of (b)'s setpoint and throughput over time, and ends
 with one JSON line: capacity_rps, plain_rps, ramp_rps, fixed_rps, ramp_ratio, samples_cancelled,
-samples.
+last_sample_to_finished_s, last_sample_to_scanned_s, scan_rps (samples over the seconds a scan
+was seen running, status read each second), samples. Samples/s is to the last sample; the time
+to `finished` and to the end of the integrity scan is measured from there.
 
     .venv/bin/python -m bench.ramp [--samples 2000] [--concurrency 40] [--latency 2.0]
 
@@ -114,27 +116,51 @@ def run_steward(
     try:
         start = time.monotonic()
         steward.ok("launch", cwd=workspace)
+        marks: dict[str, float] = {}  # last_sample, finished, scanned: seconds since launch
+        scan_busy = 0.0  # seconds a scan was seen running (status read each second)
         while True:
             state = steward.status(workspace)["state"]
+            now = time.monotonic() - start
             if trace is not None:
                 trace.append(
                     (
-                        time.monotonic() - start,
+                        now,
                         sum(t["max_samples"] for t in state["tasks"] if t["phase"] == "running"),
                         state["samples_done"],
                     )
                 )
+            if state["samples_done"] >= state["samples_total"] > 0:
+                marks.setdefault("last_sample", now)
+            if state["scanning_logs"]:
+                scan_busy += 1.0
             if state["phase"] in ("finished", "stalled", "failed", "cancelled"):
-                break
+                marks.setdefault("finished", now)
+                if _all_scanned(state) or state["phase"] != "finished" or now > SCAN_WAIT_S:
+                    marks.setdefault("scanned", now)
+                    break
             time.sleep(1.0)
-        elapsed = time.monotonic() - start
         cancelled = sum(t["progress"]["cancelled"] for t in state["tasks"]) + _errored_samples(
             workspace / "logs"
         )
-        return {"seconds": elapsed, "cancelled": cancelled, "phase": state["phase"]}
+        return {
+            "seconds": marks.get("last_sample", marks["finished"]),
+            "to_finished": marks["finished"],
+            "to_scanned": marks["scanned"],
+            "scan_busy": scan_busy,
+            "cancelled": cancelled,
+            "phase": state["phase"],
+        }
     finally:
         steward("worker", "stop")
         steward("server", "stop")
+
+
+SCAN_WAIT_S = 900.0  # past this, a scan that has not ended is reported as it stands
+
+
+def _all_scanned(state: dict) -> bool:
+    logs = {t["log"] for t in state["tasks"] if t["phase"] == "complete" and t["log"]}
+    return not state["scanning_logs"] and logs <= set(state["scanned_logs"])
 
 
 def plot(trace: list, path: Path) -> None:
@@ -160,6 +186,11 @@ def plot(trace: list, path: Path) -> None:
     fig.suptitle("Steward ramp against a fixed-capacity provider")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+
+
+def _after_last(result: dict, mark: str) -> str:
+    """Seconds from the last sample to `mark` ("-" for plain Inspect, which has neither)."""
+    return f"{result[mark] - result['seconds']:.1f} s" if mark in result else "-"
 
 
 def main() -> None:
@@ -203,6 +234,8 @@ def main() -> None:
         "ratio to capacity",
         "429s served",
         "samples cancelled",
+        "+ to finished",
+        "+ to scanned",
     ):
         table.add_column(column)
     for name, result in results.items():
@@ -215,6 +248,8 @@ def main() -> None:
             f"{rate / capacity:.2f}",
             str(result["rate_limited"]),
             str(result["cancelled"]),
+            _after_last(result, "to_finished"),
+            _after_last(result, "to_scanned"),
         )
     Console().print(table)
     Console().print(f"plot of the ramp run: {args.plot}")
@@ -227,6 +262,13 @@ def main() -> None:
                 "fixed_rps": round(results["fixed"]["rps"], 2),
                 "ramp_ratio": round(results["ramp"]["rps"] / capacity, 3),
                 "samples_cancelled": results["ramp"]["cancelled"],
+                "last_sample_to_finished_s": round(
+                    results["ramp"]["to_finished"] - results["ramp"]["seconds"], 1
+                ),
+                "last_sample_to_scanned_s": round(
+                    results["ramp"]["to_scanned"] - results["ramp"]["seconds"], 1
+                ),
+                "scan_rps": round(samples / max(1.0, results["ramp"]["scan_busy"]), 2),
                 "samples": samples,
             }
         )

@@ -47,7 +47,10 @@ def start(ctx: RunContext) -> None:
     ctx.scan_job = asyncio.create_task(_scan(ctx, logs))
 
 
-async def _scan(ctx: RunContext, logs: list[str]) -> None:
+async def scan_logs(
+    ctx: RunContext, logs: list[str], heartbeat: timedelta | None = None
+) -> list[dict[str, Any]]:
+    """The scan activity on `logs` (tried twice); its findings as plain dicts."""
     request = ScanRequest(
         log_paths=logs,
         results_dir=scans_dir_of(ctx.workspace),
@@ -55,15 +58,20 @@ async def _scan(ctx: RunContext, logs: list[str]) -> None:
         scanners=ctx.settings.scanners,
         cwd=ctx.workspace,
     )
+    return await ctx.activity(
+        Activity.SCAN_TRANSCRIPTS,
+        request,
+        result_type=list[dict[str, Any]],
+        timeout=timedelta(minutes=30),
+        heartbeat=heartbeat,
+        attempts=2,
+    )
+
+
+async def _scan(ctx: RunContext, logs: list[str]) -> None:
     try:
-        findings = await ctx.activity(
-            Activity.SCAN_TRANSCRIPTS,
-            request,
-            result_type=list[dict[str, Any]],
-            timeout=timedelta(minutes=30),
-            heartbeat=timedelta(minutes=2),
-            attempts=2,
-        )
+        # Heartbeats let a scan on a Steward worker that died be tried again within minutes.
+        findings = await scan_logs(ctx, logs, heartbeat=timedelta(minutes=2))
         outcome = ScanOutcome(logs=logs, findings=findings)
     except ActivityError as err:
         outcome = ScanOutcome(logs=logs, problem=cause_of(err))

@@ -5,18 +5,16 @@ transcripts, and crossing the cost cap pauses the run and asks the operator."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from . import cost, decisions, eval_run_scan, healing, policy, rulings
-    from .activity_io import ApplyRequest, ApplyResult, ScanRequest
+    from .activity_io import ApplyRequest, ApplyResult
     from .contracts import CancelRequest, Observation, TendSummary
     from .decisions import Anomaly
     from .eval_run_context import RunContext, cause_of
-    from .layout import scans_dir_of
     from .names import Activity
     from .rulings import RuleRequest, RuleResult
 
@@ -178,21 +176,8 @@ async def scan(ctx: RunContext, summary: TendSummary) -> None:
     """The scoring-integrity scan of the settled transcripts; findings become classes."""
     state = ctx.state
     logs = policy.unscanned_logs(state)
-    request = ScanRequest(
-        log_paths=logs,
-        results_dir=scans_dir_of(ctx.workspace),
-        scan_model=ctx.settings.scan_model,
-        scanners=ctx.settings.scanners,
-        cwd=ctx.workspace,
-    )
     try:
-        findings: list[dict[str, Any]] = await ctx.activity(
-            Activity.SCAN_TRANSCRIPTS,
-            request,
-            result_type=list[dict[str, Any]],
-            timeout=timedelta(minutes=30),
-            attempts=2,
-        )
+        findings = await eval_run_scan.scan_logs(ctx, logs)
     except ActivityError as err:
         problem = cause_of(err)
         if problem != state.scan_problem:
