@@ -4,6 +4,8 @@ them."""
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from . import cmd_control, cmd_decisions, cmd_launch, cmd_runs, cmd_services, cmd_workspace
@@ -65,8 +67,6 @@ for group, name in (
 
 
 def run() -> None:
-    import sys
-
     try:
         # Not standalone: Click's usage errors come back here, where --json can answer them.
         code = app(standalone_mode=False)

@@ -51,7 +51,7 @@ def refuse_empty_task_list(definition: Path) -> None:
     @functools.wraps(original)
     def eval_set(*args, **kwargs):  # type: ignore[no-untyped-def]
         tasks = args[0] if args else kwargs.get("tasks")
-        if tasks is None or (isinstance(tasks, list) and not tasks):
+        if tasks is None or (isinstance(tasks, list | tuple) and not tasks):
             given = "an empty task list" if tasks is not None else "tasks=None"
             refuse(
                 f"The definition {definition} passes eval_set() {given}; give it at least one task."
