@@ -37,7 +37,7 @@ PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 TEST_PROCESSES ?= 3
 
 test: setup
-	$(PYTEST) -n $(TEST_PROCESSES) --dist worksteal tests/e2e tests/integration tests/unit
+	$(PYTEST) -n $(TEST_PROCESSES) --dist worksteal --durations=15 tests/e2e tests/integration tests/unit
 
 test-fast: setup
 	$(PYTEST) -n 2 tests/unit

@@ -145,14 +145,17 @@ def wait_for(
     timeout: float = 120,
     interval: float = 0.3,
     what: str = "condition",
+    describe: Callable[[], Any] | None = None,
 ) -> Any:
+    """Poll until `predicate` is truthy; on timeout, `describe` (if given) says what was seen."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            seen = f"; last seen: {describe()}" if describe else ""
+            raise AssertionError(f"timed out waiting for {what}{seen}")
         time.sleep(interval)
 
 
@@ -314,6 +317,24 @@ def history_plaintext(history: Any) -> str:
     raw = history.to_json()
     walk(json.loads(raw))
     return raw + "\n" + "\n".join(decoded)
+
+
+# A ramp step needs a worker started and two tends' windows of it; under the whole suite's load on
+# two slow cores that has taken over two minutes, so a ramp test waits this long for each step.
+RAMP_STEP_TIMEOUT_S = 300
+
+
+def ramp_seen(steward: Steward, workspace: Path, name: str) -> str:
+    """What a ramp test saw of one task when its wait ran out: the setpoint, the worker's last
+    concurrency reading, the attempts, and the run's last journal events."""
+    task = steward.task(workspace, name)
+    reading = task.get("ramp") or {}
+    tail = [e["event"] for e in read_journal(workspace)[-6:]]
+    return (
+        f"max_samples={task['max_samples']} attempts={task['attempts']} "
+        f"in_flight={reading.get('in_flight')} setpoint={reading.get('setpoint')} "
+        f"counters={reading.get('counters')} journal tail={tail}"
+    )
 
 
 def read_journal(workspace: Path) -> list[dict]:

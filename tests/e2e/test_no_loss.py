@@ -139,7 +139,9 @@ def test_workers_that_die_at_once_say_why(steward, workspace_root):
     workspace = _workspace(steward, workspace_root, BROKEN, "stall_after: 1\n")
     steward.ok("launch", cwd=workspace)
     status = steward.wait_phase(workspace, {"stalled"})
-    cause = "FileNotFoundError: [Errno 2] No such file or directory: '/proc/forbidden/settings.json'"
+    cause = (
+        "FileNotFoundError: [Errno 2] No such file or directory: '/proc/forbidden/settings.json'"
+    )
 
     exited = _events(workspace, "worker exited")
     assert len(exited) == 2 and all(e.get("cause") == cause for e in exited), exited

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from inspect_ai.log import read_eval_log
 
-from harness.helpers import make_workspace, read_journal, wait_for
+from harness.helpers import RAMP_STEP_TIMEOUT_S, make_workspace, ramp_seen, read_journal, wait_for
 
 
 def _tend_until(steward, workspace, predicate, what: str):
     return wait_for(
         lambda: steward.ok("tend", cwd=workspace) and predicate(steward.task(workspace, "wide")),
-        timeout=120,
+        timeout=RAMP_STEP_TIMEOUT_S,
         interval=0.5,
         what=what,
+        describe=lambda: ramp_seen(steward, workspace, "wide"),
     )
 
 

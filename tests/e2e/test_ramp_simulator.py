@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-from harness.helpers import make_workspace, read_journal, wait_for
+from harness.helpers import RAMP_STEP_TIMEOUT_S, make_workspace, ramp_seen, read_journal, wait_for
 
 SIM_MODEL = "openai-api/sim/echo"
 
@@ -31,9 +31,10 @@ def test_ramp_climbs_with_headroom_and_backs_off_when_the_provider_pushes_back(
             lambda: (
                 steward.ok("tend", cwd=workspace) and predicate(steward.task(workspace, "chat"))
             ),
-            timeout=120,
+            timeout=RAMP_STEP_TIMEOUT_S,
             interval=1.0,
             what=what,
+            describe=lambda: ramp_seen(steward, workspace, "chat"),
         )
 
     tend_until(lambda t: t["max_samples"] == 70, "the ramp to reach its ceiling")
