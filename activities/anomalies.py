@@ -113,7 +113,7 @@ def sample_errors(log: str, spec: TaskSpec, *, final: bool = True) -> list[Anoma
 
 
 def healthy_samples(log: str, spec: TaskSpec) -> set[str]:
-    """"id@epoch" of the samples the log holds without an error."""
+    """The samples the log holds without an error, each as "id@epoch"."""
     read = _read_samples(log, spec)
     return read.healthy if read is not None else set()
 

@@ -7,11 +7,9 @@ changed bound applies to the next decision without restarting anything.
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import structlog
-from dotenv import dotenv_values
 from temporalio import activity
 from temporalio.common import WorkflowIDConflictPolicy
 
@@ -27,22 +25,13 @@ from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.names import Activity
 
-from .options import OptionsError, dotenv_chain, load_options
+from .dotenv_files import workspace_environment
+from .options import OptionsError, load_options
 from .probe_docker import docker_reading, reap_sandboxes
 from .probe_kubernetes import kubernetes_reading, quota_event
 
 log = structlog.get_logger("steward.capacity")
 _last_source: dict[str, str] = {}  # domain -> the bound's last resolution (logged on change)
-
-
-def _environment(workspace: str) -> dict[str, str]:
-    """The worker's environment under the workspace's .env chain (the environment wins)."""
-    merged: dict[str, str] = {}
-    if workspace:
-        for env_file in dotenv_chain(Path(workspace)):
-            merged.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
-    merged.update(os.environ)
-    return merged
 
 
 def kubernetes_namespace(configured: str | None) -> str:
@@ -74,7 +63,7 @@ def probe(request: ProbeRequest, host_queue: str) -> tuple[ProbeReading, str]:
         reading = kubernetes_reading(namespace)
         domain = domain_id("kubernetes", namespace)
     elif request.backend == "docker":
-        environ = _environment(request.workspace)
+        environ = workspace_environment(request.workspace)
         reading = docker_reading(setting, base_url=environ.get("DOCKER_HOST"), environ=environ)
         domain = domain_id("docker", host_queue)
     else:
@@ -128,5 +117,5 @@ async def request_admission(call: AdmissionCall) -> AdmissionOutcome:
 def reap_sandboxes_activity(workspaces: list[str]) -> list[str]:
     """Remove sandbox containers a cancelled run's workers left behind (by their compose
     project's directory); an unreachable engine reaps nothing."""
-    environ = _environment(workspaces[0] if workspaces else "")
+    environ = workspace_environment(workspaces[0] if workspaces else "")
     return reap_sandboxes(workspaces, base_url=environ.get("DOCKER_HOST"))

@@ -11,8 +11,10 @@ Imports nothing heavy: the definition runner uses it before the user's definitio
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from dotenv.main import dotenv_values
 from dotenv.parser import parse_stream
 
 
@@ -20,6 +22,16 @@ def dotenv_chain(workspace: Path) -> list[Path]:
     """`.env` files from the root down to the workspace: later (nearer) ones win."""
     found = [d / ".env" for d in [workspace, *workspace.parents] if (d / ".env").is_file()]
     return list(reversed(found))
+
+
+def workspace_environment(workspace: str) -> dict[str, str]:
+    """The environment a worker of `workspace` sees: its .env chain, the process's winning."""
+    merged: dict[str, str] = {}
+    if workspace:
+        for env_file in dotenv_chain(Path(workspace)):
+            merged.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
+    merged.update(os.environ)
+    return merged
 
 
 def dotenv_problem(path: Path) -> str | None:

@@ -77,6 +77,7 @@ def ramp_reading(row: dict) -> RampReading | None:
     samples = row.get("samples") or {}
     completed, errored = samples.get("completed", 0), samples.get("errored", 0)
     limits = [a["limit"] for a in config.get("adaptive") or [] if isinstance(a.get("limit"), int)]
+    ceilings = [a["max"] for a in config.get("adaptive") or [] if isinstance(a.get("max"), int)]
     return RampReading(
         worker_id=row["_worker_id"],
         task_id=row["task_id"],
@@ -89,6 +90,7 @@ def ramp_reading(row: dict) -> RampReading | None:
         in_flight=samples.get("in_flight", 0),
         setpoint=(config.get("max_samples") or {}).get("limit"),
         connection_limit=min(limits) if limits else None,
+        connection_ceiling=max(ceilings) if ceilings else None,
     )
 
 
@@ -180,12 +182,13 @@ def apply_setpoints_sync(request: SetpointRequest) -> list[str]:
         if change.max_connections is not None:
             params["max_connections"] = change.max_connections
         try:
+            path = f"/tasks/{change.task_id}/config" if change.task_id else "/config"
             response = socket_client(change.socket).patch(
-                f"/tasks/{change.task_id}/config", params=params, timeout=SOCKET_TIMEOUT_S
+                path, params=params, timeout=SOCKET_TIMEOUT_S
             )
             response.raise_for_status()
         except httpx.HTTPError as err:
-            problems.append(f"{change.task_id}: {err}")
+            problems.append(f"{change.task_id or change.socket}: {err}")
     return problems
 
 

@@ -97,7 +97,17 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
 
     selection = directory / f"{request.worker_id}.selection.json"
     output = directory / f"{request.worker_id}.log"
-    overrides = {"log_dir": request.log_dir, "max_samples": request.max_samples}
+    overrides: dict[str, object] = {"log_dir": request.log_dir, "max_samples": request.max_samples}
+    if request.connections is not None:
+        # Its share of the provider's connection budget: Inspect's adaptive controller, bounded.
+        share = request.connections
+        overrides["generate_config"] = {
+            "adaptive_connections": {
+                "min": share.floor,
+                "start": share.start,
+                "max": share.ceiling,
+            }
+        }
     _write_json_atomic(selection, selection_document(request.eval_set_id, request.tasks, overrides))
     _write_json_atomic(
         record_path, {"state": "spawning", "selection": str(selection), "output": str(output)}

@@ -270,13 +270,10 @@ def replay(history: Any, record_as: str | None = None) -> None:
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.worker import Replayer
 
-    from worker.temporal_worker import workflow_runner
-    from workflows.capacity_ledger import CapacityLedger
-    from workflows.credentials import CredentialsCheck
-    from workflows.eval_run import EvalRun
+    from worker.temporal_worker import WORKFLOWS, workflow_runner
 
     replayer = Replayer(
-        workflows=[EvalRun, CapacityLedger, CredentialsCheck],
+        workflows=WORKFLOWS,
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
     )

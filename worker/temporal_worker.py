@@ -27,6 +27,7 @@ from activities.notify import notify
 from activities.observe import apply_setpoints, observe_run
 from activities.options import read_ramp_settings
 from activities.processes import spawn_worker, stop_workers
+from activities.provider_budgets import exchange_provider_budgets
 from activities.rulings import apply_actions
 from activities.scan import scan_transcripts_activity
 from activities.watch import watch_worker
@@ -35,6 +36,7 @@ from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.credentials import CredentialsCheck
 from workflows.eval_run import EvalRun
+from workflows.provider_ledger import ProviderLedger
 
 from .connect import Target, connect, host_queue
 
@@ -44,6 +46,7 @@ ACTIVITIES = [
     capture_definition,
     check_credentials,
     curate_logs,
+    exchange_provider_budgets,
     fetch_from_store,
     move_logs,
     notify,
@@ -59,7 +62,7 @@ ACTIVITIES = [
     watch_worker,
     write_workspace,
 ]
-WORKFLOWS = [EvalRun, CapacityLedger, CredentialsCheck]
+WORKFLOWS = [EvalRun, CapacityLedger, CredentialsCheck, ProviderLedger]
 log = structlog.get_logger("steward.worker")
 
 

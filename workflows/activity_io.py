@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from .contracts import JournalEvent, RunStatus, TaskSpec, WatchLimits, WorkerProcess
 from .cost import CostCap, Price
 from .decisions import StandingRules
+from .provider_budget import ConnectionShare
 from .rulings import Action
 
 
@@ -35,6 +36,8 @@ class SpawnRequest(BaseModel):
     log_dir: str
     max_samples: int
     tasks: list[SelectedTask]
+    # budget-v1: the worker's adaptive-connection bounds (its share of the provider budget).
+    connections: ConnectionShare | None = None
 
 
 class ObserveRequest(BaseModel):
@@ -94,10 +97,11 @@ class TidyRequest(BaseModel):
 
 
 class SetpointChange(BaseModel):
-    """A live retune of one task in one worker, through its control socket."""
+    """A live retune of one task in one worker, through its control socket (no task: the
+    worker's process-wide limits, such as its connection ceiling)."""
 
     socket: str
-    task_id: str
+    task_id: str | None
     max_samples: int | None = None
     max_connections: int | None = None
     reason: str = ""
@@ -197,3 +201,34 @@ class MoveRequest(BaseModel):
 
 
 ObserveRequest.model_rebuild()
+
+
+class BudgetCall(BaseModel):
+    """The run's connection budgets, exchanged with the provider ledger: which endpoint each of
+    its models reaches (resolved under the workspace's environment), and what it learned."""
+
+    workspace: str
+    run_id: str
+    models: list[str] = Field(default_factory=list)
+    learned: dict[str, int] = Field(default_factory=dict)  # endpoint -> limit
+
+
+class LearnedBudget(BaseModel):
+    limit: int
+    learned_at: datetime
+    run_id: str
+
+
+class BudgetAnswer(BaseModel):
+    endpoints: dict[str, str] = Field(default_factory=dict)  # model -> endpoint
+    known: dict[str, LearnedBudget] = Field(default_factory=dict)  # endpoint -> lesson
+
+
+class BudgetExchange(BaseModel):
+    run_id: str
+    endpoints: list[str] = Field(default_factory=list)
+    learned: dict[str, int] = Field(default_factory=dict)
+
+
+class ProviderLedgerInput(BaseModel):
+    known: dict[str, LearnedBudget] = Field(default_factory=dict)

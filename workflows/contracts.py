@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, computed_field
 from .capacity import BackendChoice, CapacityState, SandboxSize
 from .cost import CostCap, ModelTokens, Price
 from .decisions import Anomaly, StandingRules, Triage
+from .provider_budget import ProviderBudget
 from .ramp import RampReading
 
 WORKFLOW_TASK_QUEUE = "steward"
@@ -260,6 +261,8 @@ class RunState(BaseModel):
     reused: list[str] = Field(default_factory=list)  # task names satisfied from the log store
     timer: TimerState = Field(default_factory=TimerState)
     restart_workers: list[str] = Field(default_factory=list)  # hung workers ruled `restart`
+    # budget-v1: endpoint -> the connection budget its workers share
+    providers: dict[str, ProviderBudget] = Field(default_factory=dict)
 
     def task(self, identifier: str) -> TaskState:
         return next(t for t in self.tasks if t.spec.identifier == identifier)

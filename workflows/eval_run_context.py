@@ -51,6 +51,7 @@ class Patches:
     watch: bool  # a heartbeating watch per task worker; its exits and hangs wake the run
     heal: bool  # errored samples a resumed task completed leave their classes; each counted once
     scan: bool  # each complete task is scanned beside the run, never inside a tend
+    budget: bool  # one connection budget per provider, shared by the run's workers
 
     @classmethod
     def read(cls) -> Patches:
@@ -63,6 +64,7 @@ class Patches:
             watch=workflow.patched("watch-v1"),
             heal=workflow.patched("heal-v1"),
             scan=workflow.patched("scan-v2"),
+            budget=workflow.patched("budget-v1"),
         )
 
     @staticmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from . import notices
+    from . import eval_run_budget, notices
     from .activity_io import LiveOptions, LiveOptionsRequest, SetpointRequest
     from .contracts import Observation
     from .eval_run_capacity import resize_reservation
@@ -32,7 +32,10 @@ async def ramp(ctx: RunContext, observation: Observation) -> None:
     follow_live_options(ctx, fresh)
 
     state = ctx.state
-    plan = plan_setpoints(state, observation, ctx.settings, capacity=ctx.patches.capacity)
+    budgeted = ctx.patches.budget and bool(state.providers)
+    plan = plan_setpoints(
+        state, observation, ctx.settings, capacity=ctx.patches.capacity, budgeted=budgeted
+    )
     ctx.journal_events(plan.events)
     if plan.changes:
         problems = await ctx.activity(
@@ -40,6 +43,8 @@ async def ramp(ctx: RunContext, observation: Observation) -> None:
         )
         if problems:
             ctx.journal("setpoint not applied", problems=problems)
+    if budgeted:
+        await eval_run_budget.rebalance(ctx, observation, plan.windows)
     if ctx.patches.capacity and state.capacity.admitted:
         await resize_reservation(ctx, plan.wanted)
 

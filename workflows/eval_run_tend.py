@@ -13,7 +13,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import eval_run_scan, healing, notices, policy
+    from . import eval_run_budget, eval_run_scan, healing, notices, policy
     from .activity_io import AnomalyRequest, ObserveRequest, TidyRequest, WorkerEnd
     from .contracts import ENDING_PHASES, Notice, Observation, TendSummary
     from .eval_run_capacity import account_capacity, admit, needs_admission, queued, release
@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from .eval_run_watch import exits_of, hung_anomalies
     from .eval_run_workers import spawn, stop_lingering_and_restarted
     from .names import Activity
+    from .provider_budget import ConnectionShare
 
 
 def nothing_to_tend(ctx: RunContext) -> bool:
@@ -154,8 +155,13 @@ async def _start_work(ctx: RunContext, summary: TendSummary) -> None:
     state.phase = policy.run_phase(state)
     if ctx.patches.capacity and needs_admission(ctx):
         await admit(ctx, "resume")
-    for group in policy.plan_spawns(state, ctx.settings):
-        summary.spawned.extend(await spawn(ctx, group))
+    groups = policy.plan_spawns(state, ctx.settings)
+    shares: list[ConnectionShare | None] = [None] * len(groups)
+    if ctx.patches.budget and groups:
+        await eval_run_budget.seed(ctx)
+        shares = await eval_run_budget.shares_for(ctx, groups)
+    for group, share in zip(groups, shares, strict=True):
+        summary.spawned.extend(await spawn(ctx, group, share))
 
 
 async def _settle_phase(ctx: RunContext) -> None:

@@ -9,17 +9,22 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from . import eval_run_budget
     from .activity_io import SelectedTask, SpawnRequest, StopRequest, StopResult, WorkerEnd
     from .contracts import TaskState, TendSummary, WorkerProcess
     from .eval_run_context import RunContext
     from .eval_run_watch import watch
     from .names import Activity
+    from .provider_budget import ConnectionShare
 
 STOP_GRACE_SECONDS = 30.0
 
 
-async def spawn(ctx: RunContext, group: list[TaskState]) -> list[str]:
-    """Start one worker process for `group`; the names of the tasks it runs."""
+async def spawn(
+    ctx: RunContext, group: list[TaskState], connections: ConnectionShare | None = None
+) -> list[str]:
+    """Start one worker process for `group` (with its share of the provider's connection
+    budget, when the run has one); the names of the tasks it runs."""
     state = ctx.state
     state.worker_counter += 1
     worker_id = f"w{state.worker_counter:04d}"
@@ -41,11 +46,14 @@ async def spawn(ctx: RunContext, group: list[TaskState]) -> list[str]:
             )
             for t in group
         ],
+        connections=connections,
     )
     worker: WorkerProcess = await ctx.activity(
         Activity.SPAWN_WORKER, request, result_type=WorkerProcess
     )
     state.workers[worker_id] = worker
+    if connections is not None:
+        eval_run_budget.spawned(ctx, group, worker_id, connections)
     watch(ctx, worker_id)
     for task in group:
         task.phase, task.worker_id = "running", worker_id
@@ -58,6 +66,7 @@ async def spawn(ctx: RunContext, group: list[TaskState]) -> list[str]:
         pid=worker.pid,
         socket=worker.socket,
         output=worker.output,
+        **({"connections": connections.model_dump()} if connections else {}),
     )
     return names
 

@@ -51,9 +51,7 @@ def heal(triage: Triage, healthy: list[str], *, now: datetime) -> list[Healed]:
     for cls in triage.classes:
         if cls.kind not in SAMPLE_KINDS or cls.state not in UNSETTLED:
             continue
-        gone = [
-            i for i in cls.instances if i.applied is None and i.anomaly.sample_ref in well
-        ]
+        gone = [i for i in cls.instances if i.applied is None and i.anomaly.sample_ref in well]
         if not gone:
             continue
         gone_keys = {i.key for i in gone}

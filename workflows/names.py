@@ -22,6 +22,7 @@ class Activity:
     CAPTURE_DEFINITION: Final = "capture_definition"
     CHECK_CREDENTIALS: Final = "check_credentials"
     CURATE_LOGS: Final = "curate_logs"
+    EXCHANGE_PROVIDER_BUDGETS: Final = "exchange_provider_budgets"
     FETCH_FROM_STORE: Final = "fetch_from_store"
     MOVE_LOGS: Final = "move_logs"
     NOTIFY: Final = "notify"
@@ -55,6 +56,7 @@ class WorkflowType:
     EVAL_RUN: Final = "EvalRun"
     CAPACITY_LEDGER: Final = "CapacityLedger"
     CREDENTIALS_CHECK: Final = "CredentialsCheck"
+    PROVIDER_LEDGER: Final = "ProviderLedger"
 
 
 class SearchKey:

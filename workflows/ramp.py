@@ -39,6 +39,7 @@ class RampReading(BaseModel):
     in_flight: int = 0
     setpoint: int | None = None  # the max_samples limit the worker is applying
     connection_limit: int | None = None  # the adaptive controller's live limit (None: not adaptive)
+    connection_ceiling: int | None = None  # the controller's ceiling (its `max`)
 
 
 class RampWindow(BaseModel):

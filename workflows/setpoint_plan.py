@@ -20,6 +20,7 @@ class SetpointPlan(BaseModel):
     events: list[RunEvent] = Field(default_factory=list)
     changes: list[SetpointChange] = Field(default_factory=list)
     wanted: dict[str, int] = Field(default_factory=dict)  # identifier -> setpoint held back
+    windows: dict[str, ramp.RampWindow] = Field(default_factory=dict)  # identifier -> this tend's
 
 
 def smaller(a: int | None, b: int | None) -> int | None:
@@ -27,8 +28,15 @@ def smaller(a: int | None, b: int | None) -> int | None:
 
 
 def plan_setpoints(
-    state: RunState, observation: Observation, settings: RunSettings, *, capacity: bool
+    state: RunState,
+    observation: Observation,
+    settings: RunSettings,
+    *,
+    capacity: bool,
+    budgeted: bool = False,
 ) -> SetpointPlan:
+    """`budgeted`: the provider budget sets the connection ceilings (eval_run_budget.py), so
+    the ramp's moves leave them alone."""
     plan = SetpointPlan()
     reservation = policy.reservation_budget(state, settings.capacity_backend) if capacity else None
     budget = smaller(state.sandbox_budget, reservation)
@@ -45,6 +53,7 @@ def plan_setpoints(
                     setpoint=task.max_samples,
                     connection_limit=reading.connection_limit,
                 )
+                plan.windows[task.spec.identifier] = window
         if reading is not None:
             task.ramp_baseline = reading
         move = ramp.decide(
@@ -91,7 +100,7 @@ def plan_setpoints(
             )
         live = reading is not None and task.phase == "running" and task.worker_id in state.workers
         if live and (move.kind != "none" or reading.setpoint != task.max_samples):
-            adaptive = reading.connection_limit is not None
+            adaptive = reading.connection_limit is not None and not budgeted
             plan.changes.append(
                 SetpointChange(
                     socket=state.workers[task.worker_id].socket,

@@ -1,0 +1,106 @@
+"""One connection budget per provider per run, against the provider simulator through Inspect's
+real openai-api provider: the workers' connection ceilings (as their own control sockets report
+them) never sum past the run's budget, pushback lowers the budget for every worker, and the next
+run against the same endpoint starts from what the first one learned."""
+
+from __future__ import annotations
+
+import httpx
+
+from harness.helpers import fetch_history, make_workspace, read_journal, replay, wait_for
+
+SIM_MODEL = "openai-api/sim/echo"
+TASKS = {"alpha": 3000, "beta": 3000, "gamma": 3000}
+
+
+def _ceilings(state: dict) -> dict[str, int]:
+    """Each live worker's adaptive-connection ceiling, asked of its control socket."""
+    ceilings = {}
+    for worker_id, worker in state["workers"].items():
+        transport = httpx.HTTPTransport(uds=worker["socket"])
+        with httpx.Client(transport=transport, base_url="http://inspect") as client:
+            try:
+                config = client.get("/config", timeout=5).json()
+            except httpx.HTTPError:
+                continue  # not answering yet
+        adaptive = [a["max"] for a in config.get("adaptive") or []]
+        if adaptive:
+            ceilings[worker_id] = max(adaptive)
+    return ceilings
+
+
+def _launch(steward, root, simulator, name: str):
+    workspace = make_workspace(
+        steward,
+        root / name,
+        TASKS,
+        options="samples_ramp: [40, 80]\ntend_interval: 1h\n",
+        dotenv=f"SIM_BASE_URL={simulator}/v1\nSIM_API_KEY=test-key\n",
+        model=SIM_MODEL,
+    )
+    steward.ok("launch", "--no-smoke", cwd=workspace)
+    return workspace
+
+
+def test_the_fleet_shares_one_budget_learns_from_pushback_and_the_next_run_starts_there(
+    steward, workspace_root, simulator
+):
+    # 30 in flight at most: three workers at one process's default ceiling (100) would send
+    # several times that.
+    httpx.post(f"{simulator}/admin/config", json={"concurrency": 30, "latency": 0.5})
+    first = _launch(steward, workspace_root, simulator, "first")
+    endpoint = f"openai-api/sim {simulator}/v1"
+    budget = steward.state(first)["providers"][endpoint]
+    assert (budget["limit"], budget["start"], budget["learned"]) == (100, 20, False)
+    spawned = [e for e in read_journal(first) if e["event"] == "spawned"]
+    assert sum(e["connections"]["ceiling"] for e in spawned) <= 100
+    assert sum(e["connections"]["start"] for e in spawned) <= 20
+
+    sums = []
+
+    def lowered_within_budget() -> bool:
+        steward.ok("tend", cwd=first)
+        state = steward.state(first)
+        limit = state["providers"][endpoint]["limit"]
+        ceilings = _ceilings(state)
+        sums.append((sum(ceilings.values()), limit))
+        assert sum(ceilings.values()) <= limit, (ceilings, limit)
+        return state["providers"][endpoint]["learned"] and len(ceilings) == len(TASKS)
+
+    wait_for(
+        lowered_within_budget,
+        timeout=300,
+        interval=1.0,
+        what="pushback to lower the run's connection budget",
+        describe=lambda: f"(sum of ceilings, budget) per tend: {sums}",
+    )
+    events = [e for e in read_journal(first) if e["event"] == "connection budget lowered"]
+    assert events and events[0]["endpoint"] == endpoint
+    steward.ok("cancel", cwd=first)
+    learned = steward.state(first)["providers"][endpoint]["limit"]  # its last word
+    assert learned < 100
+    replay(
+        fetch_history(steward, steward.status(first)["workflow_id"]),
+        record_as="eval_run_budget_v1_pushback",
+    )
+
+    # The next run against the same endpoint starts where the first one learned: its budget,
+    # its workers' shares and its tasks' starting setpoints within it.
+    second = _launch(steward, workspace_root, simulator, "second")
+    state = steward.state(second)
+    budget = state["providers"][endpoint]
+    assert budget["learned"] and budget["limit"] == learned
+    seeded = next(e for e in read_journal(second) if e["event"] == "connection budget")
+    assert seeded["learned_by"] == steward.status(first)["workflow_id"]
+    assert sum(t["max_samples"] for t in state["tasks"]) <= budget["limit"]
+    spawned = [e for e in read_journal(second) if e["event"] == "spawned"]
+    assert sum(e["connections"]["ceiling"] for e in spawned) <= budget["limit"]
+    assert sum(e["connections"]["start"] for e in spawned) > 20  # not one process's cold start
+    wait_for(
+        lambda: len(_ceilings(steward.state(second))) == len(TASKS),
+        timeout=120,
+        what="the second run's workers to answer",
+    )
+    assert sum(_ceilings(steward.state(second)).values()) <= budget["limit"]
+    steward.ok("cancel", cwd=second)
+    replay(fetch_history(steward, "steward-provider-budgets"), record_as="provider_ledger_v1")

@@ -1,0 +1,208 @@
+"""One connection budget per provider per run, as pure policy (workflows/provider_budget.py and
+workflows/connection_plan.py), without Temporal: the workers' ceilings never sum past the
+budget, pushback anywhere lowers it for all, a learned budget seeds the next run and sizes its
+starting setpoints, and a new worker starts at its share."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from workflows import connection_plan, policy, provider_budget
+from workflows.contracts import Capture, RunSettings, RunState, TaskSpec, WorkerProcess
+from workflows.provider_budget import ProviderBudget, WorkerConnections, endpoint_of, split
+from workflows.ramp import RampWindow
+
+SETTINGS = RunSettings()
+SIM = "openai-api/sim/echo"
+
+
+@pytest.mark.parametrize(
+    ("total", "demands"),
+    [
+        (100, {"a": 50, "b": 50, "c": 50, "d": 50}),
+        (80, {"a": 5, "b": 500, "c": 500}),
+        (7, {"a": 50, "b": 50, "c": 50}),
+        (100, {"a": 10, "b": 10}),
+        (3, {"a": 1, "b": 1, "c": 1}),
+    ],
+)
+def test_a_split_never_sums_past_the_budget_and_nobody_gets_more_than_it_needs(total, demands):
+    shares = split(total, demands)
+    assert sum(shares.values()) <= total
+    assert all(1 <= shares[w] <= max(1, demands[w]) for w in demands)
+
+
+def test_a_split_gives_what_one_worker_does_not_need_to_the_others():
+    assert split(80, {"a": 5, "b": 500, "c": 500}) == {"a": 5, "b": 38, "c": 37}
+    assert split(100, {"a": 50, "b": 50, "c": 50, "d": 50}) == {"a": 25, "b": 25, "c": 25, "d": 25}
+
+
+def test_more_workers_than_connections_each_still_get_one():
+    assert split(2, {"a": 9, "b": 9, "c": 9}) == {"a": 1, "b": 1, "c": 1}
+
+
+def test_the_endpoint_is_the_provider_and_the_base_url_its_environment_gives():
+    env = {"SIM_BASE_URL": "http://127.0.0.1:9/v1/", "OPENAI_BASE_URL": "https://x/v1"}
+    assert endpoint_of(SIM, env) == "openai-api/sim http://127.0.0.1:9/v1"
+    assert endpoint_of("openai/gpt-4o", env) == "openai https://x/v1"
+    assert endpoint_of("anthropic/claude", env) == "anthropic"
+    assert endpoint_of("steward/offline", {}) == "steward"
+
+
+def test_a_first_run_opens_what_one_process_would_and_a_learned_budget_starts_at_its_limit():
+    fresh = provider_budget.seeded("e", [SIM], None)
+    assert (fresh.start, fresh.limit, fresh.learned) == (20, 100, False)
+    learned = provider_budget.seeded("e", [SIM], 72)
+    assert (learned.start, learned.limit, learned.learned) == (72, 72, True)
+
+
+def _seen(limit: int | None, pushback: bool = False, in_flight: int = 50, demand: int = 50):
+    return WorkerConnections(
+        demand=demand, live_limit=limit, in_flight=in_flight, pushback=pushback
+    )
+
+
+def test_pushback_in_any_worker_lowers_the_budget_for_all_to_where_the_controllers_fell():
+    budget = ProviderBudget(endpoint="e", limit=100, shares={"a": 25, "b": 25, "c": 25, "d": 25})
+    move = provider_budget.adjust(
+        budget, {"a": _seen(20, pushback=True), "b": _seen(25), "c": _seen(25), "d": _seen(20)}
+    )
+    assert (move.kind, move.limit) == ("lowered", 90)
+    provider_budget.apply_move(budget, move)
+    assert budget.learned and budget.start == 90 and budget.pushbacks == 1
+
+
+def test_pushback_before_any_controller_fell_still_lowers_the_budget():
+    budget = ProviderBudget(endpoint="e", limit=100, shares={"a": 50, "b": 50})
+    move = provider_budget.adjust(budget, {"a": _seen(50, pushback=True), "b": _seen(50)})
+    assert (move.kind, move.limit) == ("lowered", 90)
+
+
+def test_a_budget_never_falls_below_one_connection_per_worker():
+    budget = ProviderBudget(endpoint="e", limit=3, shares={"a": 1, "b": 1, "c": 1})
+    seen = {w: _seen(1, pushback=True) for w in "abc"}
+    assert provider_budget.adjust(budget, seen).kind == "none"
+
+
+def test_clean_saturated_windows_at_every_ceiling_raise_the_budget_and_others_do_not():
+    budget = ProviderBudget(endpoint="e", limit=40, shares={"a": 20, "b": 20})
+    wanting = {"a": _seen(20, in_flight=50), "b": _seen(20, in_flight=50)}
+    move = provider_budget.adjust(budget, wanting)
+    assert (move.kind, move.limit) == ("raised", 44)
+    one_below = {"a": _seen(20, in_flight=50), "b": _seen(12, in_flight=50)}
+    assert provider_budget.adjust(budget, one_below).kind == "none"
+    idle = {"a": _seen(20, in_flight=3), "b": _seen(20, in_flight=50)}
+    assert provider_budget.adjust(budget, idle).kind == "none"
+
+
+def _state(names: list[str], budget: ProviderBudget | None, running: bool = True) -> RunState:
+    specs = [TaskSpec(name=n, model=SIM, identifier=f"id-{n}", samples=500) for n in names]
+    state = RunState(phase="running")
+    state.tasks = policy.initial_tasks(Capture(tasks=specs), SETTINGS)
+    if budget is not None:
+        state.providers[budget.endpoint] = budget
+    for task in state.tasks if running else []:
+        task.phase, task.worker_id, task.attempts = "running", f"w-{task.spec.name}", 1
+        state.workers[task.worker_id] = WorkerProcess(
+            worker_id=task.worker_id,
+            tasks=[task.spec.identifier],
+            pid=1,
+            create_time=0.0,
+            socket=f"/sock/{task.spec.name}",
+            output="o",
+            started_at=datetime.now(UTC),
+        )
+    return state
+
+
+def test_a_learned_budget_sizes_the_starting_setpoints_and_an_unknown_one_keeps_the_rule():
+    learned = _state(["a", "b", "c", "d"], provider_budget.seeded("e", [SIM], 80), running=False)
+    events = connection_plan.size_starting_setpoints(learned)
+    assert [t.max_samples for t in learned.tasks] == [20, 20, 20, 20]
+    assert {e.event for e in events} == {"setpoint sized to budget"}
+    unknown = _state(["a", "b"], provider_budget.seeded("e", [SIM], None), running=False)
+    assert connection_plan.size_starting_setpoints(unknown) == []
+    assert [t.max_samples for t in unknown.tasks] == [50, 50]
+
+
+def test_new_workers_start_at_their_share_and_live_ones_make_room_lowered_first():
+    budget = provider_budget.seeded("e", [SIM], None)
+    state = _state(["a", "b", "c"], budget, running=False)
+    groups = [[t] for t in state.tasks]
+    plan = connection_plan.plan_spawns(state, groups)
+    assert [s.ceiling for s in plan.spawns] == [34, 33, 33]
+    assert sum(s.ceiling for s in plan.spawns) <= budget.limit
+    assert all(s.start <= 7 for s in plan.spawns) and sum(s.start for s in plan.spawns) <= 20
+    for group, share, wid in zip(groups, plan.spawns, ["w1", "w2", "w3"], strict=True):
+        group[0].phase, group[0].worker_id = "running", wid
+        state.workers[wid] = WorkerProcess(
+            worker_id=wid,
+            tasks=[group[0].spec.identifier],
+            pid=1,
+            create_time=0.0,
+            socket=f"/sock/{wid}",
+            output="o",
+            started_at=datetime.now(UTC),
+        )
+        connection_plan.spawned(state, group, wid, share)
+    # A fourth task arrives (a relaunch, say): the three live workers give up room first.
+    extra = TaskSpec(name="d", model=SIM, identifier="id-d", samples=500)
+    state.tasks += policy.initial_tasks(Capture(tasks=[extra]), SETTINGS)
+    plan = connection_plan.plan_spawns(state, [[state.tasks[-1]]])
+    assert [c.max_connections for c in plan.changes] == [25, 25, 25]
+    assert plan.spawns[0].ceiling == 25
+    assert sum(budget.shares.values()) + plan.spawns[0].ceiling <= budget.limit
+
+
+def _window(limit: int, pushback: bool = False, in_flight: int = 50) -> RampWindow:
+    return RampWindow(
+        in_flight=in_flight,
+        setpoint=50,
+        rate_limit_retries=3 if pushback else 0,
+        connection_limit=limit,
+    )
+
+
+def test_a_tend_lowers_the_budget_on_pushback_and_retunes_every_worker_within_it():
+    budget = ProviderBudget(endpoint="e", models=[SIM], shares={f"w-{n}": 25 for n in "abcd"})
+    state = _state(["a", "b", "c", "d"], budget)
+    windows = {
+        "id-a": _window(20, pushback=True),
+        "id-b": _window(20, pushback=True),
+        "id-c": _window(25),
+        "id-d": _window(25),
+    }
+    seen = {f"w-{n}": 25 for n in "abcd"}
+    plan = connection_plan.rebalance(state, windows, seen)
+    assert [e.event for e in plan.events] == ["connection budget lowered"]
+    assert budget.limit == 90 and plan.learned == {"e": 90}
+    ceilings = [c.max_connections for c in plan.changes]
+    assert sum(budget.shares.values()) <= budget.limit
+    assert sorted(ceilings) == [22, 22, 23, 23]
+    assert all(c.task_id is None for c in plan.changes)
+
+
+def test_a_finished_task_gives_its_share_to_the_others_and_a_retune_that_did_not_land_is_resent():
+    budget = ProviderBudget(endpoint="e", models=[SIM], shares={f"w-{n}": 25 for n in "abcd"})
+    state = _state(["a", "b", "c", "d"], budget)
+    done = state.task("id-d")
+    done.phase, done.worker_id = "complete", None
+    state.workers.pop("w-d")
+    plan = connection_plan.rebalance(state, {}, {f"w-{n}": 25 for n in "abc"})
+    assert sorted(c.max_connections for c in plan.changes) == [33, 33, 34]
+    assert "w-d" not in budget.shares
+    # w-a still reports 25 (its retune was lost): it is sent again; the others landed.
+    again = connection_plan.rebalance(state, {}, {"w-a": 25, "w-b": 33, "w-c": 33})
+    assert [c.socket for c in again.changes] == ["/sock/a"]
+
+
+def test_raised_ceilings_follow_lowered_ones_so_the_sum_never_passes_the_budget():
+    budget = ProviderBudget(endpoint="e", models=[SIM], shares={"w-a": 10, "w-b": 90})
+    state = _state(["a", "b"], budget)
+    plan = connection_plan.rebalance(state, {}, {"w-a": 10, "w-b": 90})
+    assert [(c.socket, c.max_connections) for c in plan.changes] == [
+        ("/sock/b", 50),
+        ("/sock/a", 50),
+    ]

@@ -1,0 +1,174 @@
+"""The connection budgets applied to the run's workers, pure: which endpoint each worker's
+tasks reach, what each worker may hold (workflows/provider_budget.py decides), and the retunes
+that get there, lowered ceilings first so the fleet's sum never passes its budget on the way.
+
+Like setpoint_plan, it updates the budgets in the state it is given and returns the rest as
+data: journal events, control-socket changes, and the budgets learned (for the ledger).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from . import provider_budget
+from .activity_io import SetpointChange
+from .contracts import RunEvent, RunState, TaskState
+from .provider_budget import ConnectionShare, ProviderBudget, WorkerConnections
+from .ramp import RampWindow
+
+NEW = "new:"  # the key of a worker about to be spawned, by its group's index
+
+
+class ConnectionPlan(BaseModel):
+    events: list[RunEvent] = Field(default_factory=list)
+    changes: list[SetpointChange] = Field(default_factory=list)
+    learned: dict[str, int] = Field(default_factory=dict)  # endpoint -> limit, for the ledger
+    spawns: list[ConnectionShare | None] = Field(default_factory=list)  # per planned group
+
+
+def budget_of(state: RunState, tasks: list[TaskState]) -> ProviderBudget | None:
+    """The budget a worker running `tasks` draws on (its first task's model decides)."""
+    for task in tasks:
+        for budget in state.providers.values():
+            if task.spec.model in budget.models:
+                return budget
+    return None
+
+
+def _worker_tasks(state: RunState, worker_id: str) -> list[TaskState]:
+    return [t for t in state.tasks if t.worker_id == worker_id and t.phase == "running"]
+
+
+def _demand(tasks: list[TaskState]) -> int:
+    return max(1, sum(t.max_samples for t in tasks))
+
+
+def _live(state: RunState, budget: ProviderBudget) -> dict[str, list[TaskState]]:
+    """The endpoint's live workers and their running tasks."""
+    live = {}
+    for worker_id in state.workers:
+        tasks = _worker_tasks(state, worker_id)
+        if tasks and budget_of(state, tasks) is budget:
+            live[worker_id] = tasks
+    return live
+
+
+def _retunes(
+    state: RunState,
+    budget: ProviderBudget,
+    ceilings: dict[str, int],
+    why: str,
+    seen: dict[str, int] | None = None,
+) -> list[SetpointChange]:
+    """Changes for the workers whose ceiling is not the one they should have (as their control
+    socket reports it, in `seen`; else as last set), lowered ones first. A retune that did not
+    land shows in the next reading and is sent again."""
+    seen = seen or {}
+    now = {w: seen.get(w, budget.shares.get(w)) for w in ceilings}
+    moved = [(w, c) for w, c in ceilings.items() if now[w] != c]
+    moved.sort(key=lambda wc: wc[1] - (now[wc[0]] or 0))
+    return [
+        SetpointChange(
+            socket=state.workers[w].socket,
+            task_id=None,
+            max_connections=ceiling,
+            reason=f"connection budget {budget.limit} for {budget.endpoint}: {why}",
+        )
+        for w, ceiling in moved
+    ]
+
+
+def size_starting_setpoints(state: RunState) -> list[RunEvent]:
+    """With a learned budget, tasks not yet started begin within their share of it."""
+    events = []
+    for budget in state.providers.values():
+        tasks = [t for t in state.tasks if t.spec.model in budget.models]
+        fresh = [t for t in tasks if t.attempts == 0 and not t.pinned and t.phase == "pending"]
+        for task in fresh:
+            sized = provider_budget.starting_setpoint(budget, task.max_samples, len(tasks))
+            if sized < task.max_samples:
+                events.append(
+                    RunEvent(
+                        event="setpoint sized to budget",
+                        data=dict(
+                            task=task.spec.name,
+                            previous=task.max_samples,
+                            setpoint=sized,
+                            budget=budget.limit,
+                            endpoint=budget.endpoint,
+                        ),
+                    )
+                )
+                task.max_samples = sized
+    return events
+
+
+def plan_spawns(state: RunState, groups: list[list[TaskState]]) -> ConnectionPlan:
+    """Shares for the groups about to start, and the live workers' ceilings lowered to make
+    room for them."""
+    plan = ConnectionPlan(spawns=[None] * len(groups))
+    for budget in state.providers.values():
+        new = {
+            f"{NEW}{i}": _demand(group)
+            for i, group in enumerate(groups)
+            if budget_of(state, group) is budget
+        }
+        if not new:
+            continue
+        live = {w: _demand(tasks) for w, tasks in _live(state, budget).items()}
+        kept, bounds = provider_budget.spawn_shares(budget, live, new)
+        plan.changes += _retunes(state, budget, kept, "room for new workers")
+        budget.shares.update(kept)
+        for key, share in bounds.items():
+            plan.spawns[int(key.removeprefix(NEW))] = share
+    return plan
+
+
+def spawned(state: RunState, group: list[TaskState], worker_id: str, share: ConnectionShare):
+    """Record the ceiling a new worker started with."""
+    budget = budget_of(state, group)
+    if budget is not None:
+        budget.shares[worker_id] = share.ceiling
+
+
+def rebalance(
+    state: RunState, windows: dict[str, RampWindow], ceilings_seen: dict[str, int]
+) -> ConnectionPlan:
+    """One tend: learn from each endpoint's windows (pushback anywhere lowers the budget for
+    all), then split the budget over the live workers again (tasks finished, started, or
+    wanting more). `ceilings_seen`: worker id -> the ceiling its controller reports."""
+    plan = ConnectionPlan()
+    for budget in state.providers.values():
+        live = _live(state, budget)
+        seen = {}
+        for worker_id, tasks in live.items():
+            mine = [windows[t.spec.identifier] for t in tasks if t.spec.identifier in windows]
+            if mine:
+                limits = [w.connection_limit for w in mine if w.connection_limit is not None]
+                seen[worker_id] = WorkerConnections(
+                    demand=_demand(tasks),
+                    live_limit=min(limits) if limits else None,
+                    in_flight=sum(w.in_flight for w in mine),
+                    pushback=any(w.pushback for w in mine),
+                )
+        move = provider_budget.adjust(budget, seen)
+        provider_budget.apply_move(budget, move)
+        if move.kind != "none":
+            plan.events.append(
+                RunEvent(
+                    event=f"connection budget {move.kind}",
+                    data=dict(
+                        endpoint=budget.endpoint,
+                        previous=move.previous,
+                        limit=move.limit,
+                        reason=move.reason,
+                    ),
+                )
+            )
+            if budget.learned:
+                plan.learned[budget.endpoint] = budget.limit
+        ceilings = provider_budget.split(budget.limit, {w: _demand(t) for w, t in live.items()})
+        why = move.reason or "rebalanced"
+        plan.changes += _retunes(state, budget, ceilings, why, ceilings_seen)
+        budget.shares = ceilings
+    return plan

@@ -1,0 +1,106 @@
+"""The run's connection budgets, applied (budget-v1): before its first spawn the run learns which
+endpoint each model reaches and what earlier runs learned there (the provider ledger), and sizes
+the tasks' starting setpoints; each spawn starts its worker at its share; each tend learns from
+the workers' windows and retunes their ceilings; a budget learned is handed to the ledger.
+The decisions are workflows/provider_budget.py's and workflows/connection_plan.py's."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from . import connection_plan, provider_budget
+    from .activity_io import BudgetAnswer, BudgetCall, SetpointRequest
+    from .contracts import Observation, TaskState
+    from .eval_run_context import RunContext, cause_of
+    from .names import Activity
+    from .provider_budget import ConnectionShare
+    from .ramp import RampWindow
+
+
+async def seed(ctx: RunContext) -> None:
+    """The run's budgets, once, before anything spawns."""
+    state = ctx.state
+    if state.providers or not state.tasks:
+        return
+    answer = await _exchange(ctx, {})
+    if answer is None:
+        return
+    by_endpoint: dict[str, list[str]] = {}
+    for model, endpoint in answer.endpoints.items():
+        by_endpoint.setdefault(endpoint, []).append(model)
+    for endpoint, models in sorted(by_endpoint.items()):
+        lesson = answer.known.get(endpoint)
+        budget = provider_budget.seeded(endpoint, models, lesson.limit if lesson else None)
+        state.providers[endpoint] = budget
+        ctx.journal(
+            "connection budget",
+            endpoint=endpoint,
+            limit=budget.limit,
+            start=budget.start,
+            learned_by=lesson.run_id if lesson else None,
+        )
+    ctx.journal_events(connection_plan.size_starting_setpoints(state))
+
+
+async def shares_for(
+    ctx: RunContext, groups: list[list[TaskState]]
+) -> list[ConnectionShare | None]:
+    """Each group's bounds for its new worker; live workers' ceilings lowered to make room."""
+    plan = connection_plan.plan_spawns(ctx.state, groups)
+    await _apply(ctx, plan.changes)
+    return plan.spawns
+
+
+def spawned(
+    ctx: RunContext, group: list[TaskState], worker_id: str, share: ConnectionShare
+) -> None:
+    connection_plan.spawned(ctx.state, group, worker_id, share)
+
+
+async def rebalance(ctx: RunContext, observation: Observation, windows: dict[str, RampWindow]):
+    """Learn from this tend's windows and retune the live workers' ceilings."""
+    state = ctx.state
+    seen: dict[str, int] = {}
+    for task in state.tasks:
+        reading = observation.tasks.get(task.spec.identifier)
+        ramp = reading.ramp if reading is not None else None
+        if task.worker_id and ramp is not None and ramp.connection_ceiling is not None:
+            seen[task.worker_id] = ramp.connection_ceiling
+    plan = connection_plan.rebalance(state, windows, seen)
+    ctx.journal_events(plan.events)
+    await _apply(ctx, plan.changes)
+    if plan.learned:
+        await _exchange(ctx, plan.learned)
+
+
+async def _apply(ctx: RunContext, changes) -> None:
+    if not changes:
+        return
+    problems = await ctx.activity(
+        Activity.APPLY_SETPOINTS, SetpointRequest(changes=changes), result_type=list[str]
+    )
+    if problems:
+        ctx.journal("connection ceiling not applied", problems=problems)
+
+
+async def _exchange(ctx: RunContext, learned: dict[str, int]) -> BudgetAnswer | None:
+    """Tell the provider ledger what was learned, hear what is known. A ledger that cannot be
+    reached costs the run its memory, not its progress: it runs on one process's default."""
+    state = ctx.state
+    try:
+        return await ctx.activity(
+            Activity.EXCHANGE_PROVIDER_BUDGETS,
+            BudgetCall(
+                workspace=ctx.workspace,
+                run_id=ctx.run_id,
+                models=sorted({t.spec.model for t in state.tasks}),
+                learned=learned,
+            ),
+            result_type=BudgetAnswer,
+            attempts=3,
+        )
+    except ActivityError as err:
+        ctx.journal("provider ledger unreachable", problem=cause_of(err))
+        return None
