@@ -9,7 +9,7 @@ from rich.table import Table
 from workflows.contracts import RunStatus, TaskSpec, TendSummary
 from workflows.eval_run_state import describe_state, unsupervised
 from workflows.options import format_duration
-from workflows.status_view import cost_line, scan_line, task_rows
+from workflows.status_view import connection_lines, cost_line, scan_line, task_rows
 from workflows.worker_watch import rulings_waiting
 
 from .output import console
@@ -73,6 +73,8 @@ def print_status(status: RunStatus) -> None:
     scanned = scan_line(state)
     if scanned:
         console.print(f"scan: {scanned}", highlight=False)
+    for line in connection_lines(state):
+        console.print(f"connections: {line}", highlight=False)
     spent = cost_line(state)
     if spent:
         console.print(f"cost: {spent}", highlight=False)

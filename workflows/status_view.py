@@ -47,6 +47,20 @@ def scan_line(state: RunState) -> str | None:
     return line
 
 
+def connection_lines(state: RunState) -> list[str]:
+    """Each provider's connection budget: its limit, where it came from, the workers' shares."""
+    lines = []
+    for endpoint, budget in sorted(state.providers.items()):
+        origin = "learned" if budget.learned else "one process's default"
+        shares = "/".join(str(s) for _, s in sorted(budget.shares.items()))
+        lines.append(
+            f"{endpoint}: {budget.limit} connections ({origin})"
+            + (f", workers' ceilings {shares}" if shares else "")
+            + (f", {budget.pushbacks} pushback(s)" if budget.pushbacks else "")
+        )
+    return lines
+
+
 def cost_line(state: RunState) -> str | None:
     """LLM cost and reserved capacity-time, side by side (None before anything was spent)."""
     llm = llm_cost(state)
@@ -95,6 +109,7 @@ def render_status_markdown(status: RunStatus) -> str:
     scanned = scan_line(state)
     if scanned:
         lines.append(f"- Scan: {scanned}")
+    lines += [f"- Connection budget: {line}" for line in connection_lines(state)]
     if state.reused:
         lines.append(f"- From the log store (not run): {', '.join(state.reused)}")
     if state.drift:

@@ -206,3 +206,25 @@ def test_raised_ceilings_follow_lowered_ones_so_the_sum_never_passes_the_budget(
         ("/sock/b", 50),
         ("/sock/a", 50),
     ]
+
+
+def test_status_shows_each_budget_its_origin_and_the_workers_ceilings():
+    from workflows.contracts import RunStatus
+    from workflows.status_view import connection_lines, render_status_markdown
+
+    budget = ProviderBudget(
+        endpoint="openai-api/sim http://h/v1",
+        limit=72,
+        learned=True,
+        pushbacks=2,
+        shares={"w1": 36, "w2": 36},
+    )
+    state = _state(["a"], budget)
+    assert connection_lines(state) == [
+        "openai-api/sim http://h/v1: 72 connections (learned), workers' ceilings 36/36, "
+        "2 pushback(s)"
+    ]
+    page = render_status_markdown(
+        RunStatus(workflow_id="r", workspace="/w", state=state, tend_interval=600)
+    )
+    assert "- Connection budget: openai-api/sim http://h/v1: 72 connections (learned)" in page
