@@ -6,7 +6,8 @@ server that imported them once (multiprocessing's forkserver with those modules 
 the Steward worker warms up as it starts). The child still starts as a fresh process would: the
 caller's environment as it is at the time of the scan, the results directory as its working
 directory (nothing there on sys.path), its output in a file of its own, and it is killed when
-the activity is cancelled or the Steward worker exits.
+the activity is cancelled or the Steward worker exits. tiktoken's encodings are put where it
+finds them without a download (activities/tiktoken_offline.py) before it scans.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+from .tiktoken_offline import provide_encodings_or_warn
 
 PRELOAD = ["inspect_scout", "inspect_ai.log", "activities.scan"]
 OUTPUT = "scan-process.log"  # the child's stdout and stderr, in the results directory
@@ -58,6 +61,7 @@ def _child(
     output = os.open(Path(cwd) / OUTPUT, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(output, 1)
     os.dup2(output, 2)
+    provide_encodings_or_warn()  # an LLM scanner's model may count tokens with tiktoken
     send.send(work(request))
     send.close()
 

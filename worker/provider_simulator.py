@@ -2,26 +2,42 @@
 
     python -m worker.provider_simulator [--port 0] [--port-file F] [--concurrency 120]
         [--rpm 0] [--latency 0.5] [--jitter 0.1] [--error-rate 0] [--retry-after 1]
+        [--scan-flag-rate 0] [--scan-flag REGEX]
 
 Inspect reaches it through its real `openai-api` provider: model `openai-api/sim/<name>`,
 `SIM_BASE_URL=http://127.0.0.1:<port>/v1`, `SIM_API_KEY=<anything>`. It answers "Reply with: X"
-with X. Past its concurrency limit or its requests-per-minute it answers 429 with
-`Retry-After`; `--error-rate` of requests get a 500. `POST /admin/config` (JSON with any of
-the options) retunes it live; `GET /admin/stats` reports what it served.
+with X, and any other prompt with "ok".
+
+It also judges transcripts, as a scan model: an inspect_scout `llm_scanner` prompt (yes/no or
+numeric, scout's default transcript template) gets the verdict line the scanner parses
+(`ANSWER: yes` / `ANSWER: no`, `ANSWER: 1` / `ANSWER: 0`; worker/offline_model.py's
+`scanner_verdict`). With `--scan-flag REGEX` a verdict is positive iff the transcript matches
+it, as the offline model's STEWARD_OFFLINE_FLAG; otherwise `--scan-flag-rate` of transcripts
+are positive, chosen by a hash of the transcript (its scan nonce left out), so asking again,
+in this scan or the next, gets the same verdict. Rate 0 (the default) flags none, 1 flags all.
+
+Past its concurrency limit or its requests-per-minute it answers 429 with `Retry-After`;
+`--error-rate` of requests get a 500 (scanner prompts alike: it is one provider).
+`POST /admin/config` (JSON with any of the options; `"scan_flag": null` clears the regex)
+retunes it live; `GET /admin/stats` reports what it served (`served`: every answer;
+`scanned`: those that were scanner verdicts).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import random
+import re
 import subprocess
 import sys
 import time
 import uuid
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -29,7 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from .offline_model import reply_for
+from .offline_model import _SCANNER_NONCE, _SCANNER_TRANSCRIPT, reply_for, scanner_verdict
 
 
 @dataclass
@@ -40,11 +56,14 @@ class Limits:
     jitter: float = 0.1  # +/- uniform seconds around the mean
     error_rate: float = 0.0  # share of requests answered 500
     retry_after: float = 1.0  # seconds, sent with every 429
+    scan_flag_rate: float = 0.0  # share of scanned transcripts judged positive (0..1)
+    scan_flag: str | None = None  # regex: when set, positive iff the transcript matches it
 
 
 @dataclass
 class Stats:
     served: int = 0
+    scanned: int = 0  # of those served, scanner prompts answered with a verdict
     rate_limited: int = 0
     errors: int = 0
     in_flight: int = 0
@@ -99,8 +118,10 @@ class Simulator:
                     status_code=500,
                 )
             prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
-            answer = reply_for(prompt)
+            verdict = scan_verdict(prompt, self.limits)
+            answer = verdict if verdict is not None else reply_for(prompt)
             self.stats.served += 1
+            self.stats.scanned += verdict is not None
             prompt_tokens, completion_tokens = len(prompt.split()), len(answer.split())
             return JSONResponse(
                 {
@@ -130,8 +151,12 @@ class Simulator:
         unknown = set(changes) - set(asdict(self.limits))
         if unknown:
             return JSONResponse({"error": f"unknown settings: {sorted(unknown)}"}, status_code=400)
-        for name, value in changes.items():
-            setattr(self.limits, name, type(getattr(self.limits, name))(value))
+        try:
+            values = {name: _setting(name, value) for name, value in changes.items()}
+        except (TypeError, ValueError) as err:
+            return JSONResponse({"error": str(err)}, status_code=400)
+        for name, value in values.items():
+            setattr(self.limits, name, value)
         return JSONResponse(asdict(self.limits))
 
     async def report(self, request: Request) -> JSONResponse:
@@ -147,6 +172,71 @@ class Simulator:
         )
 
 
+# A regex that matches any transcript (at its start), and one that matches none: how a verdict
+# chosen by the flag rate is put to `scanner_verdict`, which words the answer.
+_ANY, _NONE = "", "(?!)"
+
+
+def scan_verdict(prompt: str, limits: Limits) -> str | None:
+    """The answer to an inspect_scout llm_scanner prompt (yes/no or numeric), positive as
+    `limits` say (module docstring); None for any other prompt."""
+    if limits.scan_flag is not None:
+        return scanner_verdict(prompt, limits.scan_flag)
+    if _SCANNER_TRANSCRIPT.search(prompt) is None:
+        return None
+    share = transcript_share(prompt)
+    positive = share < limits.scan_flag_rate
+    verdict = scanner_verdict(prompt, _ANY if positive else _NONE)
+    if verdict is None:
+        return None
+    judged = "flagged" if positive else "not flagged"
+    answer = verdict[verdict.rindex("ANSWER:") :]
+    # No underscores: scout strips markdown (and so them) from the explanation it keeps.
+    return (
+        f"Simulated verdict: {judged} (this transcript's share {share:.4f}, "
+        f"flag rate {limits.scan_flag_rate:g}).\n\n{answer}"
+    )
+
+
+def transcript_share(prompt: str) -> float:
+    """Where the transcript in a scanner prompt falls in [0, 1): a hash of its text, without
+    the scan's random nonce, so the same transcript gets the same share in every scan."""
+    transcript = _SCANNER_TRANSCRIPT.search(prompt)
+    if transcript is None:
+        text, nonce = prompt, None
+    else:
+        text, nonce = transcript.group(1), _SCANNER_NONCE.search(prompt[: transcript.start()])
+    if nonce:
+        text = text.replace(f" ({nonce.group(1)})", "")
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _setting(name: str, value: Any) -> Any:
+    """A setting's value as its Limits field takes it (JSON or the command line)."""
+    if name == "scan_flag":
+        if value is None:
+            return None
+        try:
+            re.compile(str(value))
+        except re.error as err:
+            raise ValueError(f"scan_flag {value!r} is not a regex: {err}") from err
+        return str(value)
+    current = getattr(Limits(), name)
+    converted = type(current)(value)
+    if name == "scan_flag_rate" and not 0 <= converted <= 1:
+        raise ValueError(f"{name} must be within 0..1, not {value!r}")
+    return converted
+
+
+def _parser_for(name: str) -> Any:
+    def parse(value: str) -> Any:
+        return _setting(name, value)
+
+    parse.__name__ = name  # argparse names it in "invalid <name> value"
+    return parse
+
+
 def _text(content: object) -> str:
     if isinstance(content, str):
         return content
@@ -155,11 +245,14 @@ def _text(content: object) -> str:
     return ""
 
 
-def spawn(port_file: Path, timeout: float = 30.0, **limits: float) -> tuple[subprocess.Popen, str]:
+def spawn(
+    port_file: Path, timeout: float = 30.0, **limits: float | str | None
+) -> tuple[subprocess.Popen, str]:
     """Start a simulator process with these limits; return it and its base URL once it listens."""
     command = [sys.executable, "-m", "worker.provider_simulator", "--port-file", str(port_file)]
     for name, value in limits.items():
-        command += [f"--{name.replace('_', '-')}", str(value)]
+        if value is not None:
+            command += [f"--{name.replace('_', '-')}", str(value)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + timeout
     while not port_file.is_file():
@@ -174,10 +267,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m worker.provider_simulator")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file", type=Path, help="write the bound port here once listening")
-    for name, default in asdict(Limits()).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
+    for setting in fields(Limits):
+        parser.add_argument(
+            f"--{setting.name.replace('_', '-')}",
+            type=_parser_for(setting.name),
+            default=getattr(Limits(), setting.name),
+            metavar="REGEX" if setting.name == "scan_flag" else None,
+        )
     args = parser.parse_args()
-    limits = Limits(**{name: getattr(args, name) for name in asdict(Limits())})
+    limits = Limits(**{setting.name: getattr(args, setting.name) for setting in fields(Limits)})
     config = uvicorn.Config(
         Simulator(limits).app(),
         host="127.0.0.1",

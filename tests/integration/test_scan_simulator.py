@@ -1,0 +1,172 @@
+"""The scoring-integrity scan with the provider simulator as the scan model, offline.
+
+A real Inspect eval runs against the simulator (model `openai-api/sim/echo`, Inspect's real
+openai-api provider); then Steward's scan activity scans its log in the forked child, as a run's
+scan does. Inspect's openai provider counts the scanner's tokens with tiktoken's `o200k_base`,
+which tiktoken would download: every HTTP(S) proxy variable points at a closed port (loopback
+excepted, for the simulator), so any download fails the scan. The child finds the encoding in
+the cache that activities/tiktoken_offline.py fills from a package, under a data directory of
+this test's own. The simulator's flag rate (and regex) decide which samples are flagged; that
+a verdict is the same scan after scan is in tests/unit/test_provider_simulator_scan.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+
+from activities.scan import (
+    SCORING_INTEGRITY,
+    ScanFailed,
+    scan_transcripts,
+    scan_transcripts_activity,
+)
+from activities.tiktoken_offline import ENCODINGS, cache_file_name, provide_encodings
+from harness.scanning import WORDS
+
+pytestmark = pytest.mark.usefixtures("no_offline_knobs")
+
+SIM_MODEL = "openai-api/sim/echo"
+NO_NETWORK = "http://127.0.0.1:9"  # nothing listens there: a proxied request fails at once
+PROXIES = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"]
+
+
+def _offline_env(monkeypatch: pytest.MonkeyPatch, simulator: str, data_dir: Path) -> None:
+    monkeypatch.setenv("SIM_BASE_URL", f"{simulator}/v1")
+    monkeypatch.setenv("SIM_API_KEY", "test-key")
+    for name in PROXIES:
+        monkeypatch.setenv(name, NO_NETWORK)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.setenv("STEWARD_DATA_DIR", str(data_dir))
+    for name in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "SCOUT_SCAN_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def simulator(tmp_path_factory: pytest.TempPathFactory):
+    from worker.provider_simulator import spawn
+
+    process, url = spawn(
+        tmp_path_factory.mktemp("sim") / "sim.port", latency=0.0, jitter=0.0, concurrency=0
+    )
+    yield url
+    process.kill()
+    process.wait()
+
+
+@pytest.fixture(scope="module")
+def sim_log(simulator: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real `.eval` log of the simulator's echo model: three samples (WORDS), all correct."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate
+
+    log_dir = tmp_path_factory.mktemp("sim-logs")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _offline_env(monkeypatch, simulator, tmp_path_factory.mktemp("eval-data"))
+        task = Task(
+            name="sim_probe",
+            dataset=[Sample(id=word, input=f"Reply with: {word}", target=word) for word in WORDS],
+            solver=generate(),
+            scorer=match(),
+        )
+        (log,) = eval(task, model=SIM_MODEL, log_dir=str(log_dir), display="none")
+    assert log.status == "success" and log.results.scores[0].metrics["accuracy"].value == 1.0
+    (path,) = log_dir.glob("*.eval")
+    return str(path)
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, simulator: str, tmp_path: Path) -> Path:
+    """This test's environment (the scan child inherits it): the simulator, no network, and a
+    data directory of its own, empty. Returns where the encodings must end up."""
+    _offline_env(monkeypatch, simulator, tmp_path / "data")
+    return tmp_path / "data" / "tiktoken"
+
+
+def _configure(simulator: str, **settings: object) -> None:
+    response = httpx.post(f"{simulator}/admin/config", json=settings)
+    assert response.status_code == 200, response.text
+
+
+def _scanned(simulator: str) -> int:
+    return httpx.get(f"{simulator}/admin/stats").json()["scanned"]
+
+
+async def _scan(sim_log: str, tmp_path: Path, name: str) -> list[dict]:
+    """Steward's scan activity (the forked child) on the log, the simulator judging."""
+    return await scan_transcripts_activity(
+        {
+            "log_paths": [sim_log],
+            "results_dir": str(tmp_path / name),
+            "scan_model": SIM_MODEL,
+            "scanners": [],
+            "cwd": str(tmp_path),
+        }
+    )
+
+
+def test_without_the_encoding_the_scan_would_download_it(
+    sim_log: str, simulator: str, offline: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The control: the scan does need o200k_base, and the proxies stop its download. (In this
+    process, so without the child's setup; an empty cache directory of its own.)"""
+    import tiktoken.registry
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # none loaded in this process yet
+    with pytest.raises(ScanFailed, match=r"o200k_base\.tiktoken"):
+        scan_transcripts([sim_log], str(tmp_path / "scans"), SIM_MODEL, [])
+    assert not any((tmp_path / "empty-cache").glob("*"))
+
+
+async def test_rate_zero_flags_nothing_and_rate_one_flags_every_sample(
+    sim_log: str, simulator: str, offline: Path, tmp_path: Path
+):
+    _configure(simulator, scan_flag_rate=0.0, scan_flag=None)
+    before = _scanned(simulator)
+    assert await _scan(sim_log, tmp_path, "rate-0") == []
+    assert _scanned(simulator) - before == len(WORDS)  # every sample judged, none flagged
+
+    # The child found the encodings offline, where Steward put them from the package.
+    assert sorted(p.name for p in offline.iterdir()) == sorted(map(cache_file_name, ENCODINGS))
+    assert "TIKTOKEN_CACHE_DIR" not in os.environ  # the child's setting, not this process's
+
+    _configure(simulator, scan_flag_rate=1.0)
+    findings = await _scan(sim_log, tmp_path, "rate-1")
+    assert [(f["scanner"], f["sample_id"], f["value"]) for f in findings] == [
+        (SCORING_INTEGRITY, word, True) for word in sorted(WORDS)
+    ]
+    assert all(f["explanation"].startswith("Simulated verdict: flagged") for f in findings)
+
+
+async def test_a_flag_regex_picks_the_samples_whose_transcript_matches(
+    sim_log: str, simulator: str, offline: Path, tmp_path: Path
+):
+    _configure(simulator, scan_flag_rate=1.0, scan_flag=r"\bbeta\b")  # the regex wins
+    findings = await _scan(sim_log, tmp_path, "regex")
+    assert [f["sample_id"] for f in findings] == ["beta"]
+    assert "[M" in findings[0]["explanation"]  # the offline model's wording: where it matched
+
+
+def test_the_packaged_encodings_load_in_tiktoken_from_a_cache_directory_already_chosen(
+    offline: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import tiktoken.registry
+
+    chosen = tmp_path / "chosen-cache"
+    env = {"TIKTOKEN_CACHE_DIR": str(chosen), "STEWARD_DATA_DIR": str(tmp_path / "data")}
+    assert provide_encodings(env) == chosen and env["TIKTOKEN_CACHE_DIR"] == str(chosen)
+    assert not offline.exists()  # the chosen directory was honoured, Steward's left alone
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(chosen))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    o200k, cl100k = tiktoken.get_encoding("o200k_base"), tiktoken.get_encoding("cl100k_base")
+    assert o200k.encode("hello world") == [24912, 2375]
+    assert cl100k.encode("hello world") == [15339, 1917]
+    assert o200k.decode(o200k.encode("Steward signs off ✓")) == "Steward signs off ✓"
