@@ -1,286 +1,196 @@
-"""Throughput against a provider of fixed capacity: plain Inspect vs Steward with and without the ramp.
+"""Throughput against a provider of fixed capacity: plain `eval_set()` in one process against
+`steward launch` with the workspace's defaults, each against a fresh provider simulator.
 
-The provider simulator is set to a fixed capacity (`--concurrency` requests in flight,
-`--latency` seconds each, 429 + Retry-After past that), so capacity_rps = concurrency / latency.
-An eval set of `--samples` samples over 4 tasks runs three ways, each against a fresh simulator:
-(a) plain `eval_set()` with Inspect's defaults, (b) Steward with the ramp (tend every 5 s),
-(c) Steward with `samples_ramp: false`. Prints samples/s, its ratio to capacity, 429s served and
-samples cancelled for each, writes a PNG of (b)'s setpoint and throughput over time, and ends
-with one JSON line: capacity_rps, plain_rps, ramp_rps, fixed_rps, ramp_ratio, samples_cancelled,
-last_sample_to_finished_s, last_sample_to_scanned_s, scan_rps (samples over the seconds a scan
-was seen running, status read each second), samples. Samples/s is to the last sample; the time
-to `finished` and to the end of the integrity scan is measured from there.
+Two cases, each run both ways in the same invocation (bench/ramp_ways.py runs them):
+(a) provider-bound: 80 requests in flight x 2 s (40 requests/s; 429 + Retry-After past that),
+    4 tasks x 500 samples; Steward's run is followed to its integrity scan's end, the simulator
+    answering the scanner's prompts (a few flagged);
+(b) CPU-bound: 400 in flight x 0.5 s, 8 tasks x 500 samples: one process's CPU is the limit.
 
-    .venv/bin/python -m bench.ramp [--samples 2000] [--concurrency 40] [--latency 2.0]
+Samples/s is to the last sample; the first request and the time to 90 % of capacity (the
+simulator's in-flight count reaching 90 % of its limit) are from when the work could start:
+plain's command start, and Steward's `launch` returning (its smoke runs inside `launch`).
+Prints a table per case, a PNG of served requests/s over time for both ways of both cases, and
+ends with one JSON line: plain_rps, ramp_rps (Steward, case a), ramp_ratio (Steward / plain),
+cpu_plain_rps, cpu_steward_rps, cpu_ratio, first_request_s, to_90pct_s, plain_first_request_s,
+plain_to_90pct_s, launch_s, steward_429s, plain_429s, samples_cancelled,
+last_sample_to_finished_s, last_sample_to_scanned_s, scan_rps (scanner prompts answered per
+second while the scan ran), scan_capacity_ratio, capacity_rps, cpu_capacity_rps, samples.
 
-Sized for a 2-core machine: Inspect spends ~50 ms of CPU per sample, so a capacity much above
-~25 samples/s measures the CPU, not the ramp.
+    .venv/bin/python -m bench.ramp [--scale 1.0] [--plot bench/ramp.png]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
 from rich.console import Console
 from rich.table import Table
 
-from harness.helpers import Steward, free_port, make_workspace, write_definition
-from worker.provider_simulator import spawn
+from .ramp_ways import Case, Simulator, run_plain, run_steward
 
-TASKS = 4
-SIM_MODEL = "openai-api/sim/echo"
 console = Console(stderr=True)
+out = Console(width=140)  # the tables' columns stay whole in a log or a pipe
 
 
-class SimulatorProcess:
-    def __init__(self, root: Path, concurrency: int, latency: float) -> None:
-        self.process, self.url = spawn(
-            root / f"sim-{time.monotonic_ns()}.port",
-            concurrency=concurrency,
-            latency=latency,
-            jitter=latency / 10,
-            retry_after=1,
+def cases(scale: float) -> list[Case]:
+    per_task = max(10, int(500 * scale))
+    return [
+        Case(
+            "provider", tasks=4, samples_per_task=per_task, concurrency=80, latency=2.0, scan=True
+        ),
+        Case("cpu", tasks=8, samples_per_task=per_task, concurrency=400, latency=0.5, scan=False),
+    ]
+
+
+def run_case(root: Path, case: Case) -> dict[str, dict]:
+    results: dict[str, dict] = {}
+    for way, run in (("plain", run_plain), ("steward", run_steward)):
+        console.print(
+            f"[{case.name}] {way}: {case.samples} samples over {case.tasks} tasks, "
+            f"capacity {case.capacity_rps:g} requests/s ..."
         )
-
-    def stats(self) -> dict:
-        return httpx.get(f"{self.url}/admin/stats").json()
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
-
-def _tasks(samples: int) -> dict[str, int]:
-    return {f"part_{i}": samples // TASKS for i in range(TASKS)}
-
-
-def _errored_samples(log_dir: Path) -> int:
-    from inspect_ai.log import read_eval_log_sample_summaries
-
-    return sum(
-        1 for p in log_dir.glob("*.eval") for s in read_eval_log_sample_summaries(str(p)) if s.error
-    )
-
-
-def run_plain(root: Path, args, sim: SimulatorProcess) -> dict:
-    workspace = root / "plain"
-    workspace.mkdir()
-    write_definition(
-        workspace, _tasks(args.samples), model=SIM_MODEL, eval_set_args=', log_dir="logs"'
-    )
-    env = {**os.environ, "SIM_BASE_URL": f"{sim.url}/v1", "SIM_API_KEY": "bench"}
-    start = time.monotonic()
-    subprocess.run(
-        [sys.executable, "evalset.py"],
-        cwd=workspace,
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    elapsed = time.monotonic() - start
-    return {"seconds": elapsed, "cancelled": _errored_samples(workspace / "logs")}
-
-
-def run_steward(
-    root: Path, args, sim: SimulatorProcess, name: str, options: str, trace: list | None = None
-) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
-    data = root / f"data-{name}"
-    data.mkdir()
-    env.update(
-        STEWARD_DATA_DIR=str(data),
-        STEWARD_TEMPORAL_PORT=str(free_port()),
-        STEWARD_TEMPORAL_UI_PORT=str(free_port()),
-    )
-    steward = Steward(env)
-    steward.ok("server", "start")
-    steward.ok("worker", "start")
-    workspace = make_workspace(
-        steward,
-        root / name,
-        _tasks(args.samples),
-        options=options + "tend_interval: 5s\n",
-        dotenv=f"SIM_BASE_URL={sim.url}/v1\nSIM_API_KEY=bench\n",
-        model=SIM_MODEL,
-    )
-    try:
-        start = time.monotonic()
-        steward.ok("launch", cwd=workspace)
-        marks: dict[str, float] = {}  # last_sample, finished, scanned: seconds since launch
-        scan_busy = 0.0  # seconds a scan was seen running (status read each second)
-        while True:
-            state = steward.status(workspace)["state"]
-            now = time.monotonic() - start
-            if trace is not None:
-                trace.append(
-                    (
-                        now,
-                        sum(t["max_samples"] for t in state["tasks"] if t["phase"] == "running"),
-                        state["samples_done"],
-                    )
-                )
-            if state["samples_done"] >= state["samples_total"] > 0:
-                marks.setdefault("last_sample", now)
-            if state["scanning_logs"]:
-                scan_busy += 1.0
-            if state["phase"] in ("finished", "stalled", "failed", "cancelled"):
-                marks.setdefault("finished", now)
-                over = state["phase"] != "finished" or now > SCAN_WAIT_S
-                if _all_scanned(state) or state["scan_problem"] or over:
-                    marks.setdefault("scanned", now)
-                    break
-            time.sleep(1.0)
-        cancelled = sum(t["progress"]["cancelled"] for t in state["tasks"]) + _errored_samples(
-            workspace / "logs"
+        sim = Simulator(root, case)
+        try:
+            result = run(root, case, sim)
+            stats = sim.stats()
+        finally:
+            sim.stop()
+        trace = sim.trace
+        result.update(
+            rps=case.samples / result["seconds"],
+            rate_limited=stats["rate_limited"],
+            first_request=trace.first_request_after(result["work_start"]),
+            to_90pct=trace.at_share_of_capacity_after(result["work_start"], case.concurrency),
+            scan_rps=trace.scan_rate(),
+            served_rate=trace.served_rate(),
         )
-        return {
-            "seconds": marks.get("last_sample", marks["finished"]),
-            "to_finished": marks["finished"],
-            "to_scanned": marks["scanned"],
-            "scan_busy": scan_busy,
-            "scan_problem": state["scan_problem"],
-            "cancelled": cancelled,
-            "phase": state["phase"],
-        }
-    finally:
-        steward("worker", "stop")
-        steward("server", "stop")
+        results[way] = result
+    return results
 
 
-SCAN_WAIT_S = 900.0  # past this, a scan that has not ended is reported as it stands
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
-def _all_scanned(state: dict) -> bool:
-    logs = {t["log"] for t in state["tasks"] if t["phase"] == "complete" and t["log"]}
-    return not state["scanning_logs"] and logs <= set(state["scanned_logs"])
+def table(case: Case, results: dict[str, dict]) -> Table:
+    out = Table(
+        title=f"({case.name}) {case.samples} samples over {case.tasks} tasks; provider "
+        f"{case.concurrency} in flight x {case.latency:g} s = {case.capacity_rps:g} requests/s"
+    )
+    for column in (
+        "way",
+        "samples/s",
+        "of capacity",
+        "429s",
+        "launch s",
+        "1st request s",
+        "90% cap. s",
+        "cancelled",
+        "+finished s",
+        "+scanned s",
+    ):
+        out.add_column(column)
+    for way, r in results.items():
+        out.add_row(
+            way,
+            f"{r['rps']:.2f}",
+            f"{r['rps'] / case.capacity_rps:.2f}",
+            str(r["rate_limited"]),
+            _s(r.get("launch_s")),
+            _s(r["first_request"]),
+            _s(r["to_90pct"]),
+            str(r["cancelled"]),
+            _s(r["to_finished"] - r["seconds"]) if "to_finished" in r else "-",
+            _s(r["to_scanned"] - r["seconds"]) if case.scan and "to_scanned" in r else "-",
+        )
+    return out
 
 
-def plot(trace: list, path: Path) -> None:
+def plot(runs: list[tuple[Case, dict[str, dict]]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    times = [t for t, _, _ in trace]
-    setpoints = [s for _, s, _ in trace]
-    # Progress moves at tends (every 5 s): a trailing 15 s window shows the rate, not the tends.
-    rates = []
-    for now, _, done in trace:
-        first = next(p for p in trace if p[0] >= now - 15)
-        rates.append((done - first[2]) / max(1.0, now - first[0]))
-    fig, left = plt.subplots(figsize=(8, 4))
-    left.plot(times, setpoints, color="tab:blue", label="sum of max_samples setpoints")
-    left.set_xlabel("seconds since launch")
-    left.set_ylabel("setpoint (samples)", color="tab:blue")
-    right = left.twinx()
-    right.plot(times, rates, color="tab:orange", alpha=0.7, label="throughput")
-    right.set_ylabel("samples/s", color="tab:orange")
-    fig.suptitle("Steward ramp against a fixed-capacity provider")
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 3.6 * len(runs)), squeeze=False)
+    for ax, (case, results) in zip(axes[:, 0], runs, strict=True):
+        for way, r in results.items():
+            start = r["start"]
+            ax.plot(
+                [t - start for t, _ in r["served_rate"]],
+                [rate for _, rate in r["served_rate"]],
+                label=way,
+            )
+        ax.axhline(case.capacity_rps, color="grey", linestyle="--", label="capacity")
+        ax.set_title(f"({case.name}) served requests/s, 2 s window")
+        ax.set_xlabel("seconds since the command started")
+        ax.set_ylabel("requests/s")
+        ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
 
-def _after_last(result: dict, mark: str) -> str:
-    """Seconds from the last sample to `mark` ("-" for plain Inspect, which has neither)."""
-    return f"{result[mark] - result['seconds']:.1f} s" if mark in result else "-"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--samples", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, default=40)
-    parser.add_argument("--latency", type=float, default=2.0)
+    parser.add_argument("--scale", type=float, default=1.0, help="samples per task x 500")
     parser.add_argument("--plot", type=Path, default=Path("bench/ramp.png"))
     args = parser.parse_args()
-    capacity = args.concurrency / args.latency
-    samples = args.samples // TASKS * TASKS
     root = Path(tempfile.mkdtemp(prefix="steward-ramp-bench-"))
-    results: dict[str, dict] = {}
-    trace: list = []
+    runs = []
     try:
-        ways = [
-            ("plain", lambda sim: run_plain(root, args, sim)),
-            ("ramp", lambda sim: run_steward(root, args, sim, "ramp", "", trace)),
-            ("fixed", lambda sim: run_steward(root, args, sim, "fixed", "samples_ramp: false\n")),
-        ]
-        for name, run in ways:
-            console.print(f"running {name} ({samples} samples, capacity {capacity:g} rps) ...")
-            sim = SimulatorProcess(root, args.concurrency, args.latency)
-            try:
-                results[name] = run(sim)
-                results[name]["rate_limited"] = sim.stats()["rate_limited"]
-            finally:
-                sim.stop()
-        plot(trace, args.plot)
+        for case in cases(args.scale):
+            runs.append((case, run_case(root, case)))
+        plot(runs, args.plot)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-    table = Table(
-        title=f"{samples} samples over {TASKS} tasks; provider capacity {capacity:g} samples/s "
-        f"({args.concurrency} in flight x {args.latency:g} s)"
-    )
-    for column in (
-        "way",
-        "seconds",
-        "samples/s",
-        "ratio to capacity",
-        "429s served",
-        "samples cancelled",
-        "+ to finished",
-        "+ to scanned",
-    ):
-        table.add_column(column)
-    for name, result in results.items():
-        rate = samples / result["seconds"]
-        result["rps"] = rate
-        table.add_row(
-            name,
-            f"{result['seconds']:.1f}",
-            f"{rate:.2f}",
-            f"{rate / capacity:.2f}",
-            str(result["rate_limited"]),
-            str(result["cancelled"]),
-            _after_last(result, "to_finished"),
-            _after_last(result, "to_scanned"),
-        )
-    Console().print(table)
-    Console().print(f"plot of the ramp run: {args.plot}")
-    for name, result in results.items():
-        if result.get("scan_problem"):  # reported, not hidden: its figures are then not a scan's
-            Console().print(f"{name}: the integrity scan failed: {result['scan_problem']}")
+    for case, results in runs:
+        out.print(table(case, results))
+        problem = results["steward"].get("scan_problem")
+        if problem:  # reported, not hidden: its figures are then not a scan's
+            out.print(f"({case.name}) the integrity scan failed: {problem}")
+    out.print(f"served rate over time: {args.plot}")
+    (a, prov), (b, cpu) = runs
+    steward, plain = prov["steward"], prov["plain"]
+    scan_rps = None if steward["scan_problem"] else steward["scan_rps"]
     print(
         json.dumps(
             {
-                "capacity_rps": round(capacity, 2),
-                "plain_rps": round(results["plain"]["rps"], 2),
-                "ramp_rps": round(results["ramp"]["rps"], 2),
-                "fixed_rps": round(results["fixed"]["rps"], 2),
-                "ramp_ratio": round(results["ramp"]["rps"] / capacity, 3),
-                "samples_cancelled": results["ramp"]["cancelled"],
-                "last_sample_to_finished_s": round(
-                    results["ramp"]["to_finished"] - results["ramp"]["seconds"], 1
-                ),
-                "last_sample_to_scanned_s": round(
-                    results["ramp"]["to_scanned"] - results["ramp"]["seconds"], 1
-                ),
-                "scan_rps": None
-                if results["ramp"]["scan_problem"]
-                else round(samples / max(1.0, results["ramp"]["scan_busy"]), 2),
-                "scan_failed": bool(results["ramp"]["scan_problem"]),
-                "samples": samples,
+                "capacity_rps": a.capacity_rps,
+                "plain_rps": round(plain["rps"], 2),
+                "ramp_rps": round(steward["rps"], 2),
+                "ramp_ratio": round(steward["rps"] / plain["rps"], 3),
+                "cpu_capacity_rps": b.capacity_rps,
+                "cpu_plain_rps": round(cpu["plain"]["rps"], 2),
+                "cpu_steward_rps": round(cpu["steward"]["rps"], 2),
+                "cpu_ratio": round(cpu["steward"]["rps"] / cpu["plain"]["rps"], 3),
+                "first_request_s": _round(steward["first_request"]),
+                "to_90pct_s": _round(steward["to_90pct"]),
+                "plain_first_request_s": _round(plain["first_request"]),
+                "plain_to_90pct_s": _round(plain["to_90pct"]),
+                "launch_s": _round(steward["launch_s"]),
+                "steward_429s": steward["rate_limited"],
+                "plain_429s": plain["rate_limited"],
+                "samples_cancelled": steward["cancelled"] + cpu["steward"]["cancelled"],
+                "last_sample_to_finished_s": _round(steward["to_finished"] - steward["seconds"]),
+                "last_sample_to_scanned_s": _round(steward["to_scanned"] - steward["seconds"]),
+                "scan_rps": _round(scan_rps),
+                "scan_capacity_ratio": _round(scan_rps / a.capacity_rps if scan_rps else None, 3),
+                "scan_failed": bool(steward["scan_problem"]),
+                "budget": steward["budget"],
+                "samples": a.samples,
+                "cpu_samples": b.samples,
             }
         )
     )
+
+
+def _round(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 if __name__ == "__main__":

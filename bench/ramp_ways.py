@@ -1,0 +1,244 @@
+"""The ways bench/ramp.py runs one eval set against a fresh provider simulator: plain
+`eval_set()` in one process, and `steward launch` with the workspace's defaults. Each way is
+timed from its command's start; a sampler reads the simulator's counters every 0.2 s, so the
+first request, the time to 90 % of capacity and the served rate over time come from what the
+provider saw, not from what either side reports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from harness.helpers import Steward, free_port, make_workspace, write_definition
+from worker.provider_simulator import spawn
+
+SIM_MODEL = "openai-api/sim/echo"
+SAMPLE_EVERY_S = 0.2
+SCAN_WAIT_S = 900.0  # past this, a scan that has not ended is reported as it stands
+SCAN_FLAG_RATE = 0.05  # the simulator flags this share of scanned transcripts
+
+
+@dataclass
+class Case:
+    name: str
+    tasks: int
+    samples_per_task: int
+    concurrency: int
+    latency: float
+    scan: bool  # wait for the integrity scan (and measure it)
+
+    @property
+    def capacity_rps(self) -> float:
+        return self.concurrency / self.latency
+
+    @property
+    def samples(self) -> int:
+        return self.tasks * self.samples_per_task
+
+    def task_sizes(self) -> dict[str, int]:
+        return {f"part_{i}": self.samples_per_task for i in range(self.tasks)}
+
+
+@dataclass
+class Trace:
+    """(seconds since the simulator started, served, in flight, 429s, scanner prompts served)
+    as the simulator counts them."""
+
+    points: list[tuple[float, int, int, int, int]] = field(default_factory=list)
+
+    def first_request_after(self, mark: float) -> float | None:
+        base = next((p for p in self.points if p[0] >= mark), None)
+        if base is None:
+            return None
+        for t, served, in_flight, _, _ in self.points:
+            if t >= mark and (served > base[1] or in_flight > 0):
+                return t - mark
+        return None
+
+    def at_share_of_capacity_after(self, mark: float, concurrency: int, share=0.9) -> float | None:
+        for t, _, in_flight, _, _ in self.points:
+            if t >= mark and in_flight >= share * concurrency:
+                return t - mark
+        return None
+
+    def scan_rate(self) -> float | None:
+        """Scanner prompts answered per second, from the first to the last one."""
+        scanning = [(t, n) for t, _, _, _, n in self.points if n > 0]
+        if len(scanning) < 2:
+            return None
+        first = next(p for p in self.points if p[4] > 0)
+        last = next(p for p in self.points if p[4] == scanning[-1][1])
+        return (last[4] - first[4]) / max(SAMPLE_EVERY_S, last[0] - first[0])
+
+    def served_rate(self, window: float = 2.0) -> list[tuple[float, float]]:
+        """Answers per second over a trailing window, at each point."""
+        rates, start = [], 0
+        for t, served, _, _, _ in self.points:
+            while self.points[start][0] < t - window:
+                start += 1
+            t0, s0 = self.points[start][0], self.points[start][1]
+            rates.append((t, (served - s0) / max(SAMPLE_EVERY_S, t - t0)))
+        return rates
+
+
+class Simulator:
+    """A fresh simulator for one way, with its counters sampled in the background."""
+
+    def __init__(self, root: Path, case: Case) -> None:
+        self.process, self.url = spawn(
+            root / f"sim-{time.monotonic_ns()}.port",
+            concurrency=case.concurrency,
+            latency=case.latency,
+            jitter=case.latency / 10,
+            retry_after=1,
+            scan_flag_rate=SCAN_FLAG_RATE,
+        )
+        self.trace = Trace()
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def _sample(self) -> None:
+        with httpx.Client(timeout=2.0) as client:
+            while not self._stop.is_set():
+                try:
+                    stats = client.get(f"{self.url}/admin/stats").json()
+                except httpx.HTTPError:
+                    stats = None
+                if stats is not None:
+                    self.trace.points.append(
+                        (
+                            time.monotonic() - self.started,
+                            stats["served"],
+                            stats["in_flight"],
+                            stats["rate_limited"],
+                            stats.get("scanned", 0),
+                        )
+                    )
+                self._stop.wait(SAMPLE_EVERY_S)
+
+    def stats(self) -> dict:
+        return httpx.get(f"{self.url}/admin/stats").json()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._sampler.join(timeout=5)
+        self.process.kill()
+        self.process.wait()
+
+
+def errored_samples(log_dir: Path) -> int:
+    from inspect_ai.log import read_eval_log_sample_summaries
+
+    return sum(
+        1 for p in log_dir.glob("*.eval") for s in read_eval_log_sample_summaries(str(p)) if s.error
+    )
+
+
+def run_plain(root: Path, case: Case, sim: Simulator) -> dict:
+    workspace = root / f"plain-{case.name}"
+    workspace.mkdir()
+    write_definition(
+        workspace, case.task_sizes(), model=SIM_MODEL, eval_set_args=', log_dir="logs"'
+    )
+    env = {**os.environ, "SIM_BASE_URL": f"{sim.url}/v1", "SIM_API_KEY": "bench"}
+    start = time.monotonic() - sim.started
+    subprocess.run(
+        [sys.executable, "evalset.py"],
+        cwd=workspace,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    elapsed = time.monotonic() - sim.started - start
+    return {
+        "seconds": elapsed,
+        "cancelled": errored_samples(workspace / "logs"),
+        "start": start,
+        "work_start": start,  # plain Inspect's work starts with its command
+    }
+
+
+def run_steward(root: Path, case: Case, sim: Simulator, trace: list | None = None) -> dict:
+    """`steward launch` with the workspace's defaults (the smoke, the 10 minute tend interval);
+    services started beforehand, as a user's would be."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
+    data = root / f"data-{case.name}"
+    data.mkdir()
+    env.update(
+        STEWARD_DATA_DIR=str(data),
+        STEWARD_TEMPORAL_PORT=str(free_port()),
+        STEWARD_TEMPORAL_UI_PORT=str(free_port()),
+    )
+    steward = Steward(env)
+    steward.ok("server", "start")
+    steward.ok("worker", "start")
+    workspace = make_workspace(
+        steward,
+        root / f"steward-{case.name}",
+        case.task_sizes(),
+        options="tend_interval: 10m\n",  # the default (the harness sets 2 s for tests)
+        dotenv=f"SIM_BASE_URL={sim.url}/v1\nSIM_API_KEY=bench\n",
+        model=SIM_MODEL,
+    )
+    try:
+        start = time.monotonic() - sim.started
+        launched = steward.ok("launch", cwd=workspace)
+        work_start = time.monotonic() - sim.started
+        return _follow(steward, workspace, case, sim, start, work_start, launched, trace)
+    finally:
+        steward("worker", "stop")
+        steward("server", "stop")
+
+
+def _follow(steward, workspace, case, sim, start, work_start, launched, trace) -> dict:
+    marks: dict[str, float] = {}  # last_sample, finished, scanned: seconds since the start
+    scan_busy = 0.0  # seconds a scan was seen running (status read each second)
+    while True:
+        state = steward.status(workspace)["state"]
+        now = time.monotonic() - sim.started - start
+        if trace is not None:
+            trace.append((now, state["samples_done"]))
+        if state["samples_done"] >= state["samples_total"] > 0:
+            marks.setdefault("last_sample", now)
+        if state["scanning_logs"]:
+            scan_busy += 1.0
+        if state["phase"] in ("finished", "stalled", "failed", "cancelled"):
+            marks.setdefault("finished", now)
+            over = state["phase"] != "finished" or now > SCAN_WAIT_S or not case.scan
+            if _all_scanned(state) or state["scan_problem"] or over:
+                marks.setdefault("scanned", now)
+                break
+        time.sleep(1.0)
+    if not case.scan:
+        steward("cancel", cwd=workspace)
+    cancelled = sum(t["progress"]["cancelled"] for t in state["tasks"]) + errored_samples(
+        workspace / "logs"
+    )
+    return {
+        "seconds": marks.get("last_sample", marks["finished"]),
+        "to_finished": marks["finished"],
+        "to_scanned": marks["scanned"],
+        "scan_busy": scan_busy,
+        "scan_problem": state["scan_problem"],
+        "cancelled": cancelled,
+        "phase": state["phase"],
+        "start": start,
+        "work_start": work_start,
+        "launch_s": work_start - start,
+        "budget": {e: b["limit"] for e, b in state.get("providers", {}).items()},
+    }
+
+
+def _all_scanned(state: dict) -> bool:
+    logs = {t["log"] for t in state["tasks"] if t["phase"] == "complete" and t["log"]}
+    return not state["scanning_logs"] and logs <= set(state["scanned_logs"])
