@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from datetime import UTC, datetime
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import psutil
@@ -19,13 +20,17 @@ from workflows.contracts import WorkerProcess
 from workflows.layout import workers_dir_of
 from workflows.names import Activity
 
+from . import forkserver
 from .control_socket import socket_path
 from .paths import write_atomic
 from .runner_launch import runner_launch, selection_document, worker_steering
+from .worker_fork import fork_worker
 
 # Children this process started: polling them reaps them, so a dead child is not a zombie.
 _children: dict[int, subprocess.Popen] = {}
+_forked: dict[int, BaseProcess] = {}  # task workers forked from the fork server, by pid
 _exit_codes: dict[int, int] = {}  # pid -> return code of a reaped child (negative: signal)
+FORK_ENV = "STEWARD_FORK_WORKERS"  # "0": start task workers fresh, never forked
 
 
 def _workers_dir(workspace: str) -> Path:
@@ -39,6 +44,11 @@ def is_alive(pid: int, create_time: float) -> bool:
     if child is not None and child.poll() is not None:
         _children.pop(pid, None)
         _exit_codes[pid] = child.returncode
+        return False
+    forked = _forked.get(pid)
+    if forked is not None and forked.exitcode is not None:
+        _forked.pop(pid, None)
+        _exit_codes[pid] = forked.exitcode
         return False
     try:
         process = psutil.Process(pid)
@@ -86,6 +96,28 @@ def _write_json_atomic(path: Path, document: dict) -> None:
     write_atomic(path, json.dumps(document, indent=1, default=str))
 
 
+def _start(command: list[str], env: dict[str, str], workspace: str, output: Path) -> int:
+    """Start a task worker detached (its own session: it survives the Steward worker): forked
+    from the fork server once that is warm, else as a fresh process. Its pid."""
+    if forkserver.ready() and os.environ.get(FORK_ENV, "1") != "0":
+        process = fork_worker(command, env, workspace, output)
+        assert process.pid is not None
+        _forked[process.pid] = process
+        return process.pid
+    with open(output, "ab") as out:
+        started = subprocess.Popen(
+            command,
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    _children[started.pid] = started
+    return started.pid
+
+
 def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
     directory = _workers_dir(request.workspace)
     record_path = directory / f"{request.worker_id}.json"
@@ -113,23 +145,13 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
         record_path, {"state": "spawning", "selection": str(selection), "output": str(output)}
     )
     command, env = runner_launch(request.definition, worker_steering(selection, request.workspace))
-    with open(output, "ab") as out:
-        process = subprocess.Popen(
-            command,
-            cwd=request.workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # survives the Steward worker; its own process group
-        )
-    _children[process.pid] = process
+    pid = _start(command, env, request.workspace, output)
     worker = WorkerProcess(
         worker_id=request.worker_id,
         tasks=[t.identifier for t in request.tasks],
-        pid=process.pid,
-        create_time=psutil.Process(process.pid).create_time(),
-        socket=socket_path(process.pid),
+        pid=pid,
+        create_time=psutil.Process(pid).create_time(),
+        socket=socket_path(pid),
         output=str(output),
         started_at=datetime.now(UTC),
     )

@@ -2,8 +2,8 @@
 
 A scan runs in a process of its own (activities/scan.py says why). Starting Python and
 importing inspect_scout and Inspect costs ~6 CPU-seconds a scan; here each scan is forked from a
-server that imported them once (multiprocessing's forkserver with those modules preloaded, which
-the Steward worker warms up as it starts). The child still starts as a fresh process would: the
+server that imported them once (activities/forkserver.py, which the Steward worker warms up as
+it starts). The child still starts as a fresh process would: the
 caller's environment as it is at the time of the scan, the results directory as its working
 directory (nothing there on sys.path), its output in a file of its own, and it is killed when
 the activity is cancelled or the Steward worker exits. tiktoken's encodings are put where it
@@ -18,29 +18,15 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Callable
-from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
+from .forkserver import context
 from .tiktoken_offline import provide_encodings_or_warn
 
-PRELOAD = ["inspect_scout", "inspect_ai.log", "activities.scan"]
 OUTPUT = "scan-process.log"  # the child's stdout and stderr, in the results directory
 
 _live: set[multiprocessing.process.BaseProcess] = set()
-
-
-def _context() -> Any:
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD)
-    return context
-
-
-def warm_up() -> None:
-    """Start the fork server now (its imports take seconds), so the first scan need not wait."""
-    _context()
-    forkserver.ensure_running()
 
 
 @atexit.register
@@ -72,9 +58,9 @@ async def run_in_child(
 ) -> tuple[dict | None, str]:  # fmt: skip
     """`work(request)` in a forked child running in `cwd`; calls `heartbeat` every `every_s`
     while it runs. Returns its answer, or None and the last line it printed if it died."""
-    context = _context()
-    receive, send = context.Pipe(duplex=False)
-    process = context.Process(
+    forking = context()
+    receive, send = forking.Pipe(duplex=False)
+    process = forking.Process(
         target=_child,
         args=(work, request, dict(os.environ), str(cwd), send),
         name="steward-scan",

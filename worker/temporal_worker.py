@@ -17,7 +17,7 @@ import structlog
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities import scan_process
+from activities import forkserver
 from activities.capacity import probe_capacity, reap_sandboxes_activity, request_admission
 from activities.capture import capture_definition
 from activities.credentials import check_credentials
@@ -115,7 +115,7 @@ async def serve(target: Target, ready_file: Path | None = None) -> None:
         if ready_file is not None:
             ready_file.write_text("ready\n")
         # The scans' fork server imports scout now rather than when the first run finishes.
-        warming = loop.run_in_executor(executor, scan_process.warm_up)
+        warming = loop.run_in_executor(executor, forkserver.warm_up)
         stopper = asyncio.create_task(stop.wait())
         await asyncio.wait([stopper, *runs], return_when=asyncio.FIRST_COMPLETED)
         log.info("worker stopping")

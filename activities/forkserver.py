@@ -1,0 +1,59 @@
+"""One fork server per Steward worker, with Inspect (and inspect_scout) imported once.
+
+Starting Python and importing Inspect costs ~5 CPU-seconds on this kind of machine; a run of 8
+tasks paid it 8 times over on two cores before any sample started, and each integrity scan paid
+~6 s more for inspect_scout. multiprocessing's forkserver imports them once, in a server the
+Steward worker starts as it starts (`warm_up`), and forks each task worker and each scan from it.
+
+Multiprocessing allows one fork server per process, with one preload list: both users share it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from multiprocessing import forkserver
+from typing import Any
+
+PRELOAD = [
+    # the integrity scan (activities/scan_process.py)
+    "inspect_scout",
+    "inspect_ai.log",
+    "activities.scan",
+    # task workers (activities/worker_fork.py): Inspect's eval path and its OpenAI providers
+    "inspect_ai",
+    "inspect_ai._eval.evalset",
+    "inspect_ai.model._providers.providers",
+    "openai",
+    "worker.definition_runner",
+    "worker.inspect_plugins",
+    "activities.worker_fork",
+]
+
+
+def context() -> Any:
+    forking = multiprocessing.get_context("forkserver")
+    forking.set_forkserver_preload(PRELOAD)
+    return forking
+
+
+_ready = False
+
+
+def _nothing() -> None:
+    pass
+
+
+def warm_up() -> None:
+    """Start the fork server now and wait for its imports (seconds), so forks need not."""
+    global _ready
+    forking = context()
+    forkserver.ensure_running()
+    probe = forking.Process(target=_nothing, name="steward-forkserver-probe")
+    probe.start()  # answered once the server has imported everything
+    probe.join()
+    _ready = True
+
+
+def ready() -> bool:
+    """Whether a fork costs milliseconds now (else the caller may start a fresh process)."""
+    return _ready
