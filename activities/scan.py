@@ -78,13 +78,16 @@ def scan_transcripts(
     scanners: list[str],
     *,
     cwd: str | None = None,
+    max_connections: int | None = None,
 ) -> list[dict]:
     """Scan the samples of `log_paths`; return the positive results as finding dicts.
 
     Results go under `results_dir` (one `scan_id=...` directory per scan). `scan_model` is the
     model LLM scanners use; None uses each log's own eval model (one scan per distinct model).
     `scanners` are extra scanners, `registered_name` or `file.py@name`. Relative paths (logs,
-    results_dir, scanner files) are taken from `cwd`, by default the process's. Raises
+    results_dir, scanner files) are taken from `cwd`, by default the process's.
+    `max_connections`: transcripts scanned at once, which is also the model connections the
+    scan holds (the run's provider budget gives it; None: scout's default of 25). Raises
     ScanRequestError for a bad spec or log, ScanFailed when a scanner errors. Call it from a
     thread without a running event loop; it reads `scout.yaml` and `.env` from the process's
     working directory, as scout does.
@@ -123,6 +126,7 @@ def scan_transcripts(
             # One process: Steward's hosts are busy running evals, and a forked pool would
             # re-import the user's scanner files in every worker.
             max_processes=1,
+            max_transcripts=max_connections,
             display="none",
         )
         _raise_for_errors(status)
@@ -276,6 +280,7 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
         "scan_model": resolve_scan_model(request.get("scan_model"), request.get("cwd")),
         "scanners": list(request.get("scanners") or []),
         "cwd": str(Path(request.get("cwd") or Path.cwd()).resolve()),
+        "max_connections": request.get("max_connections"),
     }
     response, last_line = await run_in_child(
         respond, child_request, results_dir, _heartbeat, HEARTBEAT_INTERVAL_S
@@ -295,7 +300,8 @@ def _heartbeat() -> None:
 
 @activity.defn(name=Activity.SCAN_TRANSCRIPTS)
 async def scan_transcripts_activity(request: dict) -> list[dict]:
-    """Temporal activity: `{"log_paths", "results_dir", "scan_model", "scanners", "cwd"}`."""
+    """Temporal activity: `{"log_paths", "results_dir", "scan_model", "scanners", "cwd",
+    "max_connections"}`."""
     try:
         return await scan_in_subprocess(request)
     except ScanRequestError as err:
@@ -314,6 +320,7 @@ def respond(request: dict) -> dict[str, Any]:
                 request.get("scan_model"),
                 request.get("scanners") or [],
                 cwd=request.get("cwd"),
+                max_connections=request.get("max_connections"),
             )
         }
     except ScanRequestError as err:

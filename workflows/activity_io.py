@@ -176,6 +176,7 @@ class ScanRequest(BaseModel):
     scan_model: str | Literal[False] | None = None
     scanners: list[str] = Field(default_factory=list)
     cwd: str | None = None  # where relative paths in the scan's options resolve (the workspace)
+    max_connections: int | None = None  # budget-v1: its share of the provider budget
 
 
 class CurateRequest(BaseModel):

@@ -17,6 +17,7 @@ from .provider_budget import ConnectionShare, ProviderBudget, WorkerConnections
 from .ramp import RampWindow
 
 NEW = "new:"  # the key of a worker about to be spawned, by its group's index
+SCAN = "scan"  # the integrity scan's share, while it runs on the tasks' own models
 
 
 class ConnectionPlan(BaseModel):
@@ -51,6 +52,38 @@ def _live(state: RunState, budget: ProviderBudget) -> dict[str, list[TaskState]]
         if tasks and budget_of(state, tasks) is budget:
             live[worker_id] = tasks
     return live
+
+
+def _scan_demand(state: RunState, budget: ProviderBudget) -> int | None:
+    """Transcripts the running scan reads from this endpoint's tasks (None: it reads none)."""
+    tasks = [
+        t for t in state.tasks if t.log in state.scanning_logs and t.spec.model in budget.models
+    ]
+    return max(1, sum(t.progress.done for t in tasks)) if tasks else None
+
+
+def _demands(state: RunState, budget: ProviderBudget) -> dict[str, int]:
+    """What each live worker, and the running scan, could use of the budget."""
+    demands = {w: _demand(tasks) for w, tasks in _live(state, budget).items()}
+    scan = _scan_demand(state, budget)
+    if scan is not None:
+        demands[SCAN] = scan
+    return demands
+
+
+def scan_share(state: RunState) -> tuple[int | None, list[SetpointChange]]:
+    """The scan about to start on `state.scanning_logs`: the connections it may hold (None:
+    it reads no budgeted endpoint's tasks, or the budget is spent elsewhere), and the live
+    workers' ceilings lowered to make room. With no eval work left it gets the whole budget."""
+    for budget in state.providers.values():
+        if _scan_demand(state, budget) is None:
+            continue
+        ceilings = provider_budget.split(budget.limit, _demands(state, budget))
+        share = ceilings.pop(SCAN)
+        changes = _retunes(state, budget, ceilings, "room for the integrity scan")
+        budget.shares = {**ceilings, SCAN: share}
+        return share, changes
+    return None, []
 
 
 def _retunes(
@@ -116,9 +149,10 @@ def plan_spawns(state: RunState, groups: list[list[TaskState]]) -> ConnectionPla
         if not new:
             continue
         live = {w: _demand(tasks) for w, tasks in _live(state, budget).items()}
-        kept, bounds = provider_budget.spawn_shares(budget, live, new)
+        scan = budget.shares.get(SCAN) if _scan_demand(state, budget) is not None else None
+        kept, bounds = provider_budget.spawn_shares(budget, live, new, held=scan or 0)
         plan.changes += _retunes(state, budget, kept, "room for new workers")
-        budget.shares.update(kept)
+        budget.shares = {**kept, **({SCAN: scan} if scan is not None else {})}
         for key, share in bounds.items():
             plan.spawns[int(key.removeprefix(NEW))] = share
     return plan
@@ -167,8 +201,16 @@ def rebalance(
             )
             if budget.learned:
                 plan.learned[budget.endpoint] = budget.limit
-        ceilings = provider_budget.split(budget.limit, {w: _demand(t) for w, t in live.items()})
+        ceilings = provider_budget.split(budget.limit, _demands(state, budget))
+        if SCAN in ceilings:
+            # The running scan's connections were fixed when it started: the workers share
+            # the rest, and take it back when the scan ends.
+            scan = min(ceilings.pop(SCAN), budget.shares.get(SCAN, budget.limit))
+            rest = {w: _demand(t) for w, t in live.items()}
+            ceilings = provider_budget.split(max(budget.limit - scan, len(rest)), rest)
+            ceilings[SCAN] = budget.shares.get(SCAN, scan)
         why = move.reason or "rebalanced"
-        plan.changes += _retunes(state, budget, ceilings, why, ceilings_seen)
+        workers = {w: c for w, c in ceilings.items() if w != SCAN}
+        plan.changes += _retunes(state, budget, workers, why, ceilings_seen)
         budget.shares = ceilings
     return plan

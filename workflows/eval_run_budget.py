@@ -75,6 +75,16 @@ async def rebalance(ctx: RunContext, observation: Observation, windows: dict[str
         await _exchange(ctx, plan.learned)
 
 
+async def make_room_for_scan(ctx: RunContext) -> int | None:
+    """The scan about to start holds its share of the budget (the whole of it once no eval
+    work is left): the workers make room first. The share, or None (no budget applies)."""
+    share, changes = connection_plan.scan_share(ctx.state)
+    await _apply(ctx, changes)
+    if share is not None:
+        ctx.journal("scan connections", connections=share)
+    return share
+
+
 async def _apply(ctx: RunContext, changes) -> None:
     if not changes:
         return

@@ -9,7 +9,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from . import eval_run_budget, notices
+    from . import notices
     from .activity_io import LiveOptions, LiveOptionsRequest, SetpointRequest
     from .contracts import Observation
     from .eval_run_capacity import resize_reservation
@@ -17,11 +17,13 @@ with workflow.unsafe.imports_passed_through():
     from .eval_run_context import RunContext
     from .eval_run_watch import watch_all
     from .names import Activity
+    from .ramp import RampWindow
     from .setpoint_plan import plan_setpoints
 
 
-async def ramp(ctx: RunContext, observation: Observation) -> None:
-    """Move each task's sample concurrency by the ramp's rules and apply it live."""
+async def ramp(ctx: RunContext, observation: Observation) -> dict[str, RampWindow]:
+    """Move each task's sample concurrency by the ramp's rules and apply it live; the windows
+    it saw (the connection budgets learn from them later in the tend)."""
     fresh: LiveOptions = await ctx.activity(
         Activity.READ_LIVE_OPTIONS,
         LiveOptionsRequest(workspace=ctx.workspace, definition=ctx.input.definition),
@@ -43,10 +45,9 @@ async def ramp(ctx: RunContext, observation: Observation) -> None:
         )
         if problems:
             ctx.journal("setpoint not applied", problems=problems)
-    if budgeted:
-        await eval_run_budget.rebalance(ctx, observation, plan.windows)
     if ctx.patches.capacity and state.capacity.admitted:
         await resize_reservation(ctx, plan.wanted)
+    return plan.windows
 
 
 def follow_live_options(ctx: RunContext, fresh: LiveOptions) -> None:

@@ -12,6 +12,7 @@ recorded before `scan-v2` scan inside the tend once every task is settled (eval_
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -35,8 +36,12 @@ class ScanOutcome(BaseModel):
     problem: str | None = None
 
 
-def start(ctx: RunContext) -> None:
-    """Scan the complete logs not scanned yet, unless a scan runs or waits to be taken in."""
+async def start(
+    ctx: RunContext, room: Callable[[RunContext], Awaitable[int | None]] | None = None
+) -> None:
+    """Scan the complete logs not scanned yet, unless a scan runs or waits to be taken in.
+    `room` (budget-v1) makes room in the provider budget and says how many connections the
+    scan may hold."""
     state = ctx.state
     if ctx.scanning or ctx.scan_outcomes:
         return
@@ -44,11 +49,15 @@ def start(ctx: RunContext) -> None:
     if not logs:
         return
     ctx.scanning, state.scanning_logs = True, list(logs)
-    ctx.scan_job = asyncio.create_task(_scan(ctx, logs))
+    connections = await room(ctx) if room is not None else None
+    ctx.scan_job = asyncio.create_task(_scan(ctx, logs, connections))
 
 
 async def scan_logs(
-    ctx: RunContext, logs: list[str], heartbeat: timedelta | None = None
+    ctx: RunContext,
+    logs: list[str],
+    heartbeat: timedelta | None = None,
+    connections: int | None = None,
 ) -> list[dict[str, Any]]:
     """The scan activity on `logs` (tried twice); its findings as plain dicts."""
     request = ScanRequest(
@@ -57,6 +66,7 @@ async def scan_logs(
         scan_model=ctx.settings.scan_model,
         scanners=ctx.settings.scanners,
         cwd=ctx.workspace,
+        max_connections=connections,
     )
     return await ctx.activity(
         Activity.SCAN_TRANSCRIPTS,
@@ -68,10 +78,10 @@ async def scan_logs(
     )
 
 
-async def _scan(ctx: RunContext, logs: list[str]) -> None:
+async def _scan(ctx: RunContext, logs: list[str], connections: int | None) -> None:
     try:
         # Heartbeats let a scan on a Steward worker that died be tried again within minutes.
-        findings = await scan_logs(ctx, logs, heartbeat=timedelta(minutes=2))
+        findings = await scan_logs(ctx, logs, timedelta(minutes=2), connections)
         outcome = ScanOutcome(logs=logs, findings=findings)
     except ActivityError as err:
         outcome = ScanOutcome(logs=logs, problem=cause_of(err))

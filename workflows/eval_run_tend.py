@@ -55,16 +55,19 @@ async def tend(ctx: RunContext) -> TendSummary:
     if ctx.patches.watch:
         await stop_lingering_and_restarted(ctx, ends, summary)
         observation.anomalies = (observation.anomalies or []) + hung_anomalies(ctx, ends)
-    if Patches.ramp():
-        await ramp(ctx, observation)
+    windows = await ramp(ctx, observation) if Patches.ramp() else {}
     if ctx.patches.decisions:
         await triage(ctx, observation, stalled, summary)
         if ctx.patches.capacity:
             check_cost_cap(ctx, summary)
+    if ctx.patches.budget and state.providers:
+        # After triage: a scan that ended there has given its connections back.
+        await eval_run_budget.rebalance(ctx, observation, windows)
     await _start_work(ctx, summary)
     await _settle_phase(ctx)
     if ctx.patches.scan:
-        eval_run_scan.start(ctx)
+        room = eval_run_budget.make_room_for_scan if ctx.patches.budget else None
+        await eval_run_scan.start(ctx, room)
         await _finish_tend(ctx, summary)
         return summary
     await _finish_tend(ctx, summary)

@@ -125,12 +125,13 @@ def split(total: int, demands: dict[str, int]) -> dict[str, int]:
 
 
 def spawn_shares(
-    budget: ProviderBudget, live: dict[str, int], new: dict[str, int]
+    budget: ProviderBudget, live: dict[str, int], new: dict[str, int], held: int = 0
 ) -> tuple[dict[str, int], dict[str, ConnectionShare]]:
     """Ceilings for the live workers and bounds for the new ones (`live`/`new`: worker id ->
-    demand) once the new ones start: the live keep what they have unless the split says less."""
-    ceilings = split(budget.limit, {**live, **new})
-    starts = split(budget.start, {**live, **new})
+    demand) once the new ones start: the live keep what they have unless the split says less.
+    `held`: connections already given elsewhere (a running scan's)."""
+    ceilings = split(budget.limit - held, {**live, **new})
+    starts = split(max(1, budget.start - held), {**live, **new})
     kept = {w: min(budget.shares.get(w, ceilings[w]), ceilings[w]) for w in live}
     bounds = {
         w: ConnectionShare(start=min(starts[w], ceilings[w]), ceiling=ceilings[w]) for w in new

@@ -228,3 +228,60 @@ def test_status_shows_each_budget_its_origin_and_the_workers_ceilings():
         RunStatus(workflow_id="r", workspace="/w", state=state, tend_interval=600)
     )
     assert "- Connection budget: openai-api/sim http://h/v1: 72 connections (learned)" in page
+
+
+def _scanning(state: RunState, name: str, samples: int) -> None:
+    """`name` is complete and the scan reads its log."""
+    task = state.task(f"id-{name}")
+    task.phase, task.worker_id, task.log = "complete", None, f"/logs/{name}.eval"
+    task.progress.completed = samples
+    state.workers.pop(f"w-{name}", None)
+    state.scanning_logs = [task.log]
+
+
+def test_a_scan_beside_running_workers_takes_its_share_and_they_make_room_first():
+    budget = ProviderBudget(endpoint="e", models=[SIM], shares={"w-a": 34, "w-b": 33, "w-c": 33})
+    state = _state(["a", "b", "c"], budget)
+    _scanning(state, "c", 500)
+    share, changes = connection_plan.scan_share(state)
+    assert share == 33 and budget.shares == {"w-a": 34, "w-b": 33, "scan": 33}
+    assert changes == []  # c's worker is gone: its 33 is the scan's
+    # While it runs, the tends keep its share and split the rest between the workers; one
+    # whose ceiling reads higher than its share is retuned.
+    plan = connection_plan.rebalance(state, {}, {"w-a": 40, "w-b": 33})
+    assert [(c.socket, c.max_connections) for c in plan.changes] == [("/sock/a", 34)]
+    assert budget.shares == {"w-a": 34, "w-b": 33, "scan": 33}
+    # Once it is taken in, the workers take its connections back.
+    state.scanning_logs = []
+    plan = connection_plan.rebalance(state, {}, {"w-a": 34, "w-b": 33})
+    assert [c.max_connections for c in plan.changes] == [50, 50]
+    assert "scan" not in budget.shares
+
+
+def test_a_scan_with_no_eval_work_left_gets_the_whole_budget():
+    budget = ProviderBudget(endpoint="e", models=[SIM], limit=80, learned=True)
+    state = _state(["a"], budget)
+    _scanning(state, "a", 500)
+    assert connection_plan.scan_share(state) == (80, [])
+
+
+def test_workers_make_room_when_a_scan_starts_beside_them():
+    budget = ProviderBudget(endpoint="e", models=[SIM], shares={"w-a": 50, "w-b": 50})
+    state = _state(["a", "b", "c"], budget)
+    _scanning(state, "c", 500)
+    share, changes = connection_plan.scan_share(state)
+    assert share == 33
+    assert [c.max_connections for c in changes] == [33, 34]  # the deeper cut first
+    assert sum(budget.shares.values()) == 100
+
+
+def test_a_scan_of_a_few_transcripts_takes_no_more_than_it_needs_and_workers_spawn_around_it():
+    budget = ProviderBudget(endpoint="e", models=[SIM], shares={"w-a": 100})
+    state = _state(["a", "b"], budget)
+    state.task("id-b").phase, state.task("id-b").worker_id = "pending", None
+    state.workers.pop("w-b")
+    _scanning(state, "a", 6)
+    share, _ = connection_plan.scan_share(state)
+    assert share == 6
+    plan = connection_plan.plan_spawns(state, [[state.task("id-b")]])
+    assert plan.spawns[0].ceiling == 50  # its demand: 50 samples at once, within 100 - 6
