@@ -19,13 +19,8 @@ PRELOAD = [
     "inspect_scout",
     "inspect_ai.log",
     "activities.scan",
-    # task workers (activities/worker_fork.py): Inspect's eval path and its OpenAI providers
-    "inspect_ai",
-    "inspect_ai._eval.evalset",
-    "inspect_ai.model._providers.providers",
-    "openai",
-    "worker.definition_runner",
-    "worker.inspect_plugins",
+    # task workers (activities/worker_fork.py): Inspect's eval path, its providers and plugins
+    "worker.inspect_preload",
     "activities.worker_fork",
 ]
 
