@@ -20,17 +20,23 @@ with workflow.unsafe.imports_passed_through():
 
 
 async def seed(ctx: RunContext) -> None:
-    """The run's budgets, once, before anything spawns."""
+    """Budgets for the run's models that have none yet (at the first spawn, and for a model a
+    relaunch brought in), before their workers spawn."""
     state = ctx.state
-    if state.providers or not state.tasks:
+    covered = {m for b in state.providers.values() for m in b.models}
+    if not {t.spec.model for t in state.tasks} - covered:
         return
     answer = await _exchange(ctx, {})
     if answer is None:
         return
     by_endpoint: dict[str, list[str]] = {}
     for model, endpoint in answer.endpoints.items():
-        by_endpoint.setdefault(endpoint, []).append(model)
+        if model not in covered:
+            by_endpoint.setdefault(endpoint, []).append(model)
     for endpoint, models in sorted(by_endpoint.items()):
+        if endpoint in state.providers:  # another model of a known endpoint
+            state.providers[endpoint].models.extend(models)
+            continue
         lesson = answer.known.get(endpoint)
         budget = provider_budget.seeded(endpoint, models, lesson.limit if lesson else None)
         state.providers[endpoint] = budget
