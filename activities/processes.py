@@ -129,7 +129,12 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
 
     selection = directory / f"{request.worker_id}.selection.json"
     output = directory / f"{request.worker_id}.log"
-    overrides: dict[str, object] = {"log_dir": request.log_dir, "max_samples": request.max_samples}
+    overrides: dict[str, object] = {
+        "log_dir": request.log_dir,
+        "max_samples": request.max_samples,
+        # A worker packed with several tasks (max_workers) runs them together, not one by one.
+        "max_tasks": len(request.tasks),
+    }
     if request.connections is not None:
         # Its share of the provider's connection budget: Inspect's adaptive controller, bounded.
         share = request.connections

@@ -141,7 +141,14 @@ def _selection(tasks: list[TaskSpec], eval_set_id: str, log_dir: str, limit: int
         )
         for spec in tasks
     ]
-    overrides = {"log_dir": log_dir, "limit": limit, "max_samples": max(4, limit * len(tasks))}
+    overrides = {
+        "log_dir": log_dir,
+        "limit": limit,
+        "max_samples": max(4, limit * len(tasks)),
+        # All at once: in selection mode Inspect runs one task at a time unless told (measured:
+        # four tasks' smoke 10-12 s one after another, 4-6 s together).
+        "max_tasks": len(tasks),
+    }
     return selection_document(eval_set_id, selected, overrides)
 
 

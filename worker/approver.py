@@ -276,5 +276,12 @@ def register_human_redirect() -> None:
     inspect_human.panel_approval = panel_approval  # type: ignore[assignment]
 
 
-if os.environ.get(WORKER_ENV) == "1":
-    register_human_redirect()
+def follow_environment() -> None:
+    """In a task worker (`STEWARD_WORKER=1`), answer `human` approvals through Steward. Run at
+    import and again by the definition runner: a worker forked from a server that imported
+    this module earlier, under another environment, has its own environment only then."""
+    if os.environ.get(WORKER_ENV) == "1":
+        register_human_redirect()
+
+
+follow_environment()

@@ -178,6 +178,9 @@ def main(argv: list[str]) -> None:
     # Register Steward's approver before the definition builds its tasks, so policies naming
     # `steward` (or, in a worker, `human`) resolve to it.
     import worker.inspect_plugins  # noqa: F401
+    from worker import approver
+
+    approver.follow_environment()  # a forked worker's environment is its own only now
 
     sys.path.insert(0, str(definition.resolve().parent))
     sys.argv = [str(definition)]

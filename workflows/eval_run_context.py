@@ -17,6 +17,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import CancelledError as ActivityCancelled
 
 with workflow.unsafe.imports_passed_through():
     from . import notices
@@ -140,16 +141,24 @@ class RunContext:
             if attempts is None
             else RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=attempts)
         )
-        return await workflow.execute_activity(
-            name,
-            arg,
-            task_queue=self.input.host_queue,
-            result_type=result_type,
-            # Short: if the Steward worker dies mid-activity, the retry should come soon.
-            start_to_close_timeout=timeout or timedelta(seconds=60),
-            heartbeat_timeout=heartbeat,
-            retry_policy=retry,
-        )
+        try:
+            return await workflow.execute_activity(
+                name,
+                arg,
+                task_queue=self.input.host_queue,
+                result_type=result_type,
+                # Short: if the Steward worker dies mid-activity, the retry should come soon.
+                start_to_close_timeout=timeout or timedelta(seconds=60),
+                heartbeat_timeout=heartbeat,
+                retry_policy=retry,
+            )
+        except ActivityError as err:
+            # Cancelled with the run (Temporal's own cancel) or with the task awaiting it: a
+            # cancellation, not an activity that failed; a caller handling failures (the
+            # workspace write, the scan) must not swallow it and carry on.
+            if isinstance(err.cause, ActivityCancelled):
+                raise asyncio.CancelledError() from err
+            raise
 
     def journal(self, event: str, **data: Any) -> None:
         self.state.journal_seq += 1

@@ -9,7 +9,7 @@ from harness.helpers import fetch_history, make_workspace, replay
 
 def test_fresh_history_with_commands_replays(steward, workspace_root):
     workspace = make_workspace(
-        steward, workspace_root, {"a": 4, "b": 3}, dotenv="STEWARD_OFFLINE_DELAY=0.2\n"
+        steward, workspace_root, {"a": 4, "b": 3}, dotenv="STEWARD_OFFLINE_DELAY=3\n"
     )
     launched = steward.ok("launch", cwd=workspace)
     steward.ok("pause", "--reason", "replay", cwd=workspace)

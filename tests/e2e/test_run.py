@@ -55,7 +55,7 @@ def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):
     workspace = make_workspace(
         steward,
         workspace_root,
-        {"first": 12, "second": 12},
+        {"first": 12, "second": 40},  # second runs ~14 s: still running when it is killed
         options="samples_ramp: [2, 2]\ntend_interval: 1h\n",
         dotenv="STEWARD_OFFLINE_DELAY=0.7\n",
     )
@@ -103,7 +103,7 @@ def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):
         workspace,
         {
             "first": 12,
-            "second": 12,
+            "second": 40,
         },
     )
 

@@ -65,11 +65,17 @@ def test_timer_status_disarm_arm_and_interval_changes(steward: Steward, workspac
 
 
 def test_launch_without_a_timer_tends_only_when_asked(steward: Steward, workspace_root):
-    workspace = make_workspace(steward, workspace_root, {"quick": 3})
-    launched = steward.ok("launch", "--no-timer", cwd=workspace)
+    # Held, so no worker ends in the window either (a worker's exit is an event that tends).
+    hold = workspace_root / "hold"
+    workspace = make_workspace(
+        steward, workspace_root, {"quick": 3}, dotenv=f"STEWARD_OFFLINE_HOLD={hold}\n"
+    )
+    hold.touch()
+    launched = steward.ok("launch", "--no-timer", "--no-smoke", cwd=workspace)
     assert launched["state"]["timer"]["armed"] is False
     first = _tends(steward, workspace)
     time.sleep(5)
     assert _tends(steward, workspace) == first
     assert steward.status(workspace)["unsupervised"] is None  # no tends are expected
+    hold.unlink()
     steward.wait_phase(workspace, {"finished"}, tend=True)
