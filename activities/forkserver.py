@@ -41,10 +41,6 @@ def _nothing() -> None:
 def warm_up() -> None:
     """Start the fork server now and wait for its imports (seconds), so forks need not."""
     global _ready
-    # The Steward worker's own lazy Inspect import (a worker's control-socket path), paid here
-    # rather than inside the first spawn of the first run.
-    from inspect_ai._control.discovery import default_socket_path  # noqa: F401
-
     forking = context()
     forkserver.ensure_running()
     probe = forking.Process(target=_nothing, name="steward-forkserver-probe")
