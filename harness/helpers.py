@@ -343,3 +343,20 @@ def read_journal(workspace: Path) -> list[dict]:
 def tasks_by_name(status: dict) -> dict[str, dict]:
     """A `steward status --json` answer's task states by task name."""
     return {t["spec"]["name"]: t for t in status["state"]["tasks"]}
+
+
+def fake_worker(worker_id: str, identifiers: list[str], socket: str):
+    """A WorkerProcess record for pure-policy tests (no process behind it)."""
+    from datetime import UTC, datetime
+
+    from workflows.contracts import WorkerProcess
+
+    return WorkerProcess(
+        worker_id=worker_id,
+        tasks=identifiers,
+        pid=1,
+        create_time=0.0,
+        socket=socket,
+        output="o",
+        started_at=datetime.now(UTC),
+    )

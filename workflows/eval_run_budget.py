@@ -11,7 +11,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from . import connection_plan, provider_budget
-    from .activity_io import BudgetAnswer, BudgetCall, SetpointRequest
+    from .activity_io import BudgetAnswer, BudgetCall, SetpointChange, SetpointRequest
     from .contracts import Observation, TaskState
     from .eval_run_context import RunContext, cause_of
     from .names import Activity
@@ -65,7 +65,9 @@ def spawned(
     connection_plan.spawned(ctx.state, group, worker_id, share)
 
 
-async def rebalance(ctx: RunContext, observation: Observation, windows: dict[str, RampWindow]):
+async def rebalance(
+    ctx: RunContext, observation: Observation, windows: dict[str, RampWindow]
+) -> None:
     """Learn from this tend's windows and retune the live workers' ceilings."""
     state = ctx.state
     seen: dict[str, int] = {}
@@ -91,7 +93,7 @@ async def make_room_for_scan(ctx: RunContext) -> int | None:
     return share
 
 
-async def _apply(ctx: RunContext, changes) -> None:
+async def _apply(ctx: RunContext, changes: list[SetpointChange]) -> None:
     if not changes:
         return
     problems = await ctx.activity(

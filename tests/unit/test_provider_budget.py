@@ -5,12 +5,11 @@ starting setpoints, and a new worker starts at its share."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
+from harness.helpers import fake_worker
 from workflows import connection_plan, policy, provider_budget
-from workflows.contracts import Capture, RunSettings, RunState, TaskSpec, WorkerProcess
+from workflows.contracts import Capture, RunSettings, RunState, TaskSpec
 from workflows.provider_budget import ProviderBudget, WorkerConnections, endpoint_of, split
 from workflows.ramp import RampWindow
 
@@ -105,14 +104,8 @@ def _state(names: list[str], budget: ProviderBudget | None, running: bool = True
         state.providers[budget.endpoint] = budget
     for task in state.tasks if running else []:
         task.phase, task.worker_id, task.attempts = "running", f"w-{task.spec.name}", 1
-        state.workers[task.worker_id] = WorkerProcess(
-            worker_id=task.worker_id,
-            tasks=[task.spec.identifier],
-            pid=1,
-            create_time=0.0,
-            socket=f"/sock/{task.spec.name}",
-            output="o",
-            started_at=datetime.now(UTC),
+        state.workers[task.worker_id] = fake_worker(
+            task.worker_id, [task.spec.identifier], f"/sock/{task.spec.name}"
         )
     return state
 
@@ -137,15 +130,7 @@ def test_new_workers_start_at_their_share_and_live_ones_make_room_lowered_first(
     assert all(s.start <= 7 for s in plan.spawns) and sum(s.start for s in plan.spawns) <= 20
     for group, share, wid in zip(groups, plan.spawns, ["w1", "w2", "w3"], strict=True):
         group[0].phase, group[0].worker_id = "running", wid
-        state.workers[wid] = WorkerProcess(
-            worker_id=wid,
-            tasks=[group[0].spec.identifier],
-            pid=1,
-            create_time=0.0,
-            socket=f"/sock/{wid}",
-            output="o",
-            started_at=datetime.now(UTC),
-        )
+        state.workers[wid] = fake_worker(wid, [group[0].spec.identifier], f"/sock/{wid}")
         connection_plan.spawned(state, group, wid, share)
     # A fourth task arrives (a relaunch, say): the three live workers give up room first.
     extra = TaskSpec(name="d", model=SIM, identifier="id-d", samples=500)

@@ -3,8 +3,7 @@ become journal events and control-socket retunes; a sandbox budget clamps and sa
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
+from harness.helpers import fake_worker
 from workflows import policy
 from workflows.contracts import (
     Capture,
@@ -13,7 +12,6 @@ from workflows.contracts import (
     RunState,
     TaskObservation,
     TaskSpec,
-    WorkerProcess,
 )
 from workflows.ramp import RampCounters, RampReading
 from workflows.setpoint_plan import plan_setpoints
@@ -30,14 +28,8 @@ def _running(names: list[str], sandbox: str | None = None, budget: int | None = 
     state.tasks = policy.initial_tasks(Capture(tasks=specs), SETTINGS)
     for task in state.tasks:
         task.phase, task.worker_id = "running", f"w-{task.spec.name}"
-        state.workers[task.worker_id] = WorkerProcess(
-            worker_id=task.worker_id,
-            tasks=[task.spec.identifier],
-            pid=1,
-            create_time=0.0,
-            socket=f"/sock/{task.spec.name}",
-            output="o",
-            started_at=datetime.now(UTC),
+        state.workers[task.worker_id] = fake_worker(
+            task.worker_id, [task.spec.identifier], f"/sock/{task.spec.name}"
         )
     return state
 
