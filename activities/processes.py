@@ -39,25 +39,46 @@ def _workers_dir(workspace: str) -> Path:
     return path
 
 
-def is_alive(pid: int, create_time: float) -> bool:
+def _reaped(pid: int, wait: bool) -> bool:
+    """Whether `pid`, a child of ours, has ended; its exit code is kept for exit_code_of. With
+    `wait`, a child that is just ending (a zombie) is waited for briefly."""
     child = _children.get(pid)
-    if child is not None and child.poll() is not None:
-        _children.pop(pid, None)
-        _exit_codes[pid] = child.returncode
-        return False
+    if child is not None:
+        try:
+            code = child.wait(1.0) if wait else child.poll()
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is not None:
+            _children.pop(pid, None)
+            _exit_codes[pid] = code
+            return True
     forked = _forked.get(pid)
-    if forked is not None and forked.exitcode is not None:
-        _forked.pop(pid, None)
-        _exit_codes[pid] = forked.exitcode
+    if forked is not None:
+        if wait:
+            forked.join(1.0)
+        if forked.exitcode is not None:
+            _forked.pop(pid, None)
+            _exit_codes[pid] = forked.exitcode
+            return True
+    return False
+
+
+def is_alive(pid: int, create_time: float) -> bool:
+    if _reaped(pid, wait=False):
         return False
     try:
         process = psutil.Process(pid)
-        return (
+        alive = (
             abs(process.create_time() - create_time) < 0.01
             and process.status() != psutil.STATUS_ZOMBIE
         )
     except psutil.Error:
-        return False
+        alive = False
+    if not alive:
+        # It ended between the poll above and psutil's look: collect its code now, or the
+        # watch reports an exit code "unknown" for a child of ours.
+        _reaped(pid, wait=True)
+    return alive
 
 
 def exit_code_of(pid: int) -> int | None:

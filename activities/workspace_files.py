@@ -8,9 +8,12 @@ journal queued until a later write succeeds."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import structlog
@@ -31,6 +34,10 @@ log = structlog.get_logger("steward.workspace")
 
 JOURNAL = "journal.jsonl"
 STATUS = "status.md"
+# Which state status.md shows: (the run's start, its journal seq). A write the workflow gave up
+# on (cancelled while it ran) can land after a newer one; it must not put an older state back.
+STATUS_VERSION = ".steward/status-version.json"
+WRITE_LOCK = ".steward/write.lock"
 
 
 def last_journal_seq(path: Path) -> int:
@@ -113,13 +120,53 @@ def write_workspace(request: WorkspaceWrite) -> int:
     raise AssertionError("unreachable")
 
 
+@contextlib.contextmanager
+def _one_writer(workspace: Path) -> Iterator[None]:
+    """Writes to one workspace one at a time (a cancelled write may still be running beside
+    the next). A workspace where the lock cannot be made is written unlocked: the write itself
+    then says what cannot be written."""
+    try:
+        (workspace / WRITE_LOCK).parent.mkdir(parents=True, exist_ok=True)
+        handle = open(workspace / WRITE_LOCK, "a")  # noqa: SIM115
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _status_version(request: WorkspaceWrite) -> list:
+    state = request.status.state
+    return [state.started_at.isoformat() if state.started_at else "", state.journal_seq]
+
+
+def _is_older_than_written(workspace: Path, version: list) -> bool:
+    try:
+        written = json.loads((workspace / STATUS_VERSION).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(written, list) and version < written
+
+
 def _write_once(request: WorkspaceWrite) -> int:
     workspace = Path(request.workspace)
+    with _one_writer(workspace):
+        return _write_locked(workspace, request)
+
+
+def _write_locked(workspace: Path, request: WorkspaceWrite) -> int:
     written, problems = 0, list[str]()
-    try:
-        write_atomic(workspace / STATUS, render_status_markdown(request.status))
-    except OSError as err:
-        problems.append(unwritable(STATUS, err))
+    version = _status_version(request)
+    stale = _is_older_than_written(workspace, version)
+    if not stale:
+        try:
+            write_atomic(workspace / STATUS, render_status_markdown(request.status))
+        except OSError as err:
+            problems.append(unwritable(STATUS, err))
+        else:
+            with contextlib.suppress(OSError):
+                write_atomic(workspace / STATUS_VERSION, json.dumps(version))
     try:
         # Tried even when status.md was not replaced: the journal is the record. An event
         # appended here is skipped when the write is retried.
@@ -129,8 +176,9 @@ def _write_once(request: WorkspaceWrite) -> int:
     if problems:
         log.warning("workspace not written", workspace=str(workspace), problems=problems)
         raise ApplicationError("; ".join(problems), type="WorkspaceUnwritable", non_retryable=True)
-    _write_analysis(workspace, request.status)
-    _sync(workspace, request.status.state.log_dir)
+    if not stale:
+        _write_analysis(workspace, request.status)
+        _sync(workspace, request.status.state.log_dir)
     return written
 
 

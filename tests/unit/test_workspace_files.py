@@ -115,3 +115,28 @@ def test_an_unwritable_workspace_is_told_once_per_episode():
     assert notices.message("ws", [told, other])[0] == "Steward · ws: cannot tend"
     state.workspace_problem = None  # written again: a later episode is told again
     assert notices.workspace_notice(state, "cannot write status.md: permission denied")
+
+
+def _write_at(workspace: Path, journal_seq: int, *seqs: int, phase: str = "running") -> int:
+    state = RunState(started_at=datetime(2026, 12, 4, tzinfo=UTC), journal_seq=journal_seq)
+    state.phase = phase
+    status = RunStatus(workflow_id="run-1", workspace=str(workspace), state=state, tend_interval=600)
+    return write_workspace(
+        WorkspaceWrite(workspace=str(workspace), status=status, journal=_events(*seqs))
+    )
+
+
+def test_a_write_that_lands_after_a_newer_one_puts_nothing_older_back(tmp_path: Path):
+    """A write the workflow stopped waiting for (cancelled while it ran) can still finish after
+    the next: it must neither append its events after newer ones nor restore an older status."""
+    assert _write_at(tmp_path, 5, 4, 5, phase="cancelled") == 2  # the newer write, first
+    assert _write_at(tmp_path, 4, 4, phase="running") == 0  # the older write, landing late
+    journal = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert [e["seq"] for e in journal] == [4, 5]
+    assert "cancelled" in (tmp_path / "status.md").read_text()
+    assert "running" not in (tmp_path / "status.md").read_text().splitlines()[0]
+    # a later run in the same workspace starts its seqs again and is written
+    later = RunState(started_at=datetime(2026, 12, 5, tzinfo=UTC), journal_seq=1)
+    status = RunStatus(workflow_id="run-2", workspace=str(tmp_path), state=later, tend_interval=600)
+    write_workspace(WorkspaceWrite(workspace=str(tmp_path), status=status, journal=[]))
+    assert "run-2" in (tmp_path / "status.md").read_text()
