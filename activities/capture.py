@@ -1,10 +1,10 @@
-"""Resolve a definition's tasks with Inspect's capture mode, in a subprocess."""
+"""Resolve a definition's tasks with Inspect's capture mode, in a runner process of its own
+(forked from the Steward worker's fork server when it runs there: activities/runner_process.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -15,12 +15,12 @@ from workflows.activity_io import CaptureRequest
 from workflows.capacity import SandboxSize
 from workflows.contracts import Capture, TaskSpec
 from workflows.names import Activity
+from workflows.preflight import CAPTURE_TIMEOUT_S
 
 from .paths import is_url
 from .runner_launch import REFUSAL_MARK, capture_steering, runner_launch
+from .runner_process import run_runner
 from .sandbox_size import sandbox_size
-
-CAPTURE_TIMEOUT_S = 600
 
 
 class DefinitionError(Exception):
@@ -64,28 +64,21 @@ def capture_definition_sync(workspace: str, definition: str) -> Capture:
         manifest = Path(scratch) / "capture.json"
         sandboxes_file = Path(scratch) / "sandboxes.json"
         command, env = runner_launch(definition, capture_steering(manifest, sandboxes_file))
-        try:
-            done = subprocess.run(
-                command,
-                cwd=workspace,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=CAPTURE_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired as err:
+        stdout, stderr_file = Path(scratch) / "stdout.log", Path(scratch) / "stderr.log"
+        code = run_runner(command, env, workspace, stdout, stderr_file, CAPTURE_TIMEOUT_S)
+        if code is None:
             raise DefinitionError(
                 f"The definition {definition} did not finish resolving its tasks within "
                 f"{CAPTURE_TIMEOUT_S} s; make sure it does no work before calling eval_set()."
-            ) from err
-        if done.returncode != 0:
-            refusal = runner_refusal(done.stderr)
+            )
+        stderr = stderr_file.read_text(errors="replace")
+        if code != 0:
+            refusal = runner_refusal(stderr)
             if refusal:
                 raise DefinitionError(refusal)
             raise DefinitionError(
                 f"The definition {definition} failed while resolving its tasks: "
-                f"{_last_error_line(done.stderr)}"
+                f"{_last_error_line(stderr)}"
             )
         if not manifest.is_file():
             raise DefinitionError(

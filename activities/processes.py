@@ -20,17 +20,16 @@ from workflows.contracts import WorkerProcess
 from workflows.layout import workers_dir_of
 from workflows.names import Activity
 
-from . import forkserver
 from .control_socket import socket_path
 from .paths import write_atomic
 from .runner_launch import runner_launch, selection_document, worker_steering
+from .runner_process import forking
 from .worker_fork import fork_worker
 
 # Children this process started: polling them reaps them, so a dead child is not a zombie.
 _children: dict[int, subprocess.Popen] = {}
 _forked: dict[int, BaseProcess] = {}  # task workers forked from the fork server, by pid
 _exit_codes: dict[int, int] = {}  # pid -> return code of a reaped child (negative: signal)
-FORK_ENV = "STEWARD_FORK_WORKERS"  # "0": start task workers fresh, never forked
 
 
 def _workers_dir(workspace: str) -> Path:
@@ -120,7 +119,7 @@ def _write_json_atomic(path: Path, document: dict) -> None:
 def _start(command: list[str], env: dict[str, str], workspace: str, output: Path) -> int:
     """Start a task worker detached (its own session: it survives the Steward worker): forked
     from the fork server once that is warm, else as a fresh process. Its pid."""
-    if forkserver.ready() and os.environ.get(FORK_ENV, "1") != "0":
+    if forking():
         process = fork_worker(command, env, workspace, output)
         assert process.pid is not None
         _forked[process.pid] = process

@@ -1,8 +1,10 @@
 """The smoke run `steward launch` does first: a few samples of every task, under a wall-clock cap.
 
-One process runs the definition in Inspect's selection mode (started as a per-task worker is,
-see activities/runner_launch.py) with every given task selected, `limit` samples each and its logs in
-`<workspace>/.steward/smoke/<timestamp>/`, apart from the run's. Its logs then say, per task,
+It runs in the Steward worker of the workspace's host (workflows/preflight.py). One process,
+forked from the worker's fork server when it is warm, runs the definition in Inspect's
+selection mode (started as a per-task worker is, see activities/runner_launch.py) with every
+given task selected, `limit` samples each and its logs in `<workspace>/.steward/smoke/<stamp>/`,
+apart from the run's. Its logs then say, per task,
 whether configuration, infrastructure and model access work; each failure is classified as a
 `model`, `sandbox`, `task`, `timeout` or `definition` check. An eval failure never raises: it is
 what the result reports.
@@ -10,46 +12,31 @@ what the result reports.
 
 from __future__ import annotations
 
-import fnmatch
 import json
-import os
 import re
-import signal
-import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from temporalio import activity
 
 from workflows.activity_io import SelectedTask
 from workflows.contracts import TaskSpec
 from workflows.layout import smoke_dir_of
+from workflows.names import Activity
+from workflows.preflight import (  # noqa: F401  (re-exported: the smoke's whole interface)
+    CHECK_KINDS,
+    CheckKind,
+    SmokeCheck,
+    SmokeRequest,
+    SmokeResult,
+    describe,
+    waived,
+)
 
 from .runner_launch import runner_launch, selection_document, worker_steering
-
-CheckKind = Literal["model", "sandbox", "task", "timeout", "definition"]
-CHECK_KINDS: tuple[str, ...] = ("model", "sandbox", "task", "timeout", "definition")
-
-
-class SmokeCheck(BaseModel):
-    """One failed check of the smoke run."""
-
-    task: str
-    model: str
-    check: CheckKind
-    message: str
-
-
-class SmokeResult(BaseModel):
-    ok: bool
-    checks: list[SmokeCheck]  # the failures
-    tasks: list[str]  # names of the tasks smoked
-    log_dir: str
-    seconds: float
-    samples: int  # samples completed (without error)
-
+from .runner_process import run_runner
 
 # ---------- classifying an error ----------
 # An error in the sandbox machinery: Inspect's sandbox package in the traceback, or words only
@@ -152,17 +139,6 @@ def _selection(tasks: list[TaskSpec], eval_set_id: str, log_dir: str, limit: int
     return selection_document(eval_set_id, selected, overrides)
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
 def run_smoke(
     workspace: str,
     definition: str,
@@ -184,32 +160,8 @@ def run_smoke(
     command, env = runner_launch(definition, worker_steering(selection.resolve(), workspace))
 
     started = time.monotonic()
-    timed_out = False
-    returncode: int | None = None
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        process = subprocess.Popen(
-            command,
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,  # its own process group: a timeout kills all of it
-        )
-        try:
-            returncode = process.wait(timeout=time_cap)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(process)
-        except BaseException:
-            _kill_group(process)
-            raise
-    # A finished process may have left children (a sandbox helper) in its group.
-    if not timed_out:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    returncode = run_runner(command, env, workspace, stdout_path, stderr_path, time_cap)
+    timed_out = returncode is None
     seconds = time.monotonic() - started
     stderr = stderr_path.read_text(errors="replace")
 
@@ -221,6 +173,18 @@ def run_smoke(
         log_dir=str(smoke_dir),
         seconds=round(seconds, 2),
         samples=completed,
+    )
+
+
+@activity.defn(name=Activity.SMOKE_TASKS)
+def smoke_tasks(request: SmokeRequest) -> SmokeResult:
+    """The smoke, run on the workspace's host for `steward launch` (workflows/preflight.py)."""
+    return run_smoke(
+        request.workspace,
+        request.definition,
+        request.tasks,
+        limit=request.limit,
+        time_cap=request.time_cap,
     )
 
 
@@ -345,30 +309,3 @@ def _tail(line: str) -> str:
 
 def _check(spec: TaskSpec, kind: CheckKind, message: str) -> SmokeCheck:
     return SmokeCheck(task=spec.name, model=spec.model, check=kind, message=message)
-
-
-# ---------- after ----------
-def _accepts(item: str, check: SmokeCheck) -> bool:
-    item = item.strip()
-    if not item:
-        return False
-    if ":" in item:
-        task, _, kind = item.rpartition(":")
-        if kind in CHECK_KINDS or any(c in kind for c in "*?["):
-            return fnmatch.fnmatchcase(check.task, task) and fnmatch.fnmatchcase(check.check, kind)
-    if item in CHECK_KINDS:
-        return check.check == item
-    return fnmatch.fnmatchcase(check.task, item) or (
-        any(c in item for c in "*?[") and fnmatch.fnmatchcase(check.check, item)
-    )
-
-
-def waived(result: SmokeResult, accept: list[str]) -> list[SmokeCheck]:
-    """The failures of `result` not waived by `accept`: each item a check kind ("model"), a
-    task name ("my_task") or "task:check" ("my_task:sandbox"); fnmatch globs allowed."""
-    return [c for c in result.checks if not any(_accepts(item, c) for item in accept)]
-
-
-def describe(result: SmokeResult) -> str:
-    """One line per failure: "task (model): check — message"."""
-    return "\n".join(f"{c.task} ({c.model}): {c.check} — {c.message}" for c in result.checks)

@@ -25,7 +25,9 @@ from .forkserver import context
 RUNNER_ARGS_START = 3  # [python, -m, worker.definition_runner, DEFINITION]: the runner's args
 
 
-def _task_worker(argv: list[str], env: dict[str, str], cwd: str, output: str) -> None:
+def _task_worker(
+    argv: list[str], env: dict[str, str], cwd: str, output: str, errors: str | None = None
+) -> None:
     os.setsid()
     alive = forkserver._forkserver._forkserver_alive_fd  # noqa: SLF001
     if alive is not None:
@@ -35,7 +37,7 @@ def _task_worker(argv: list[str], env: dict[str, str], cwd: str, output: str) ->
     os.dup2(null, 0)
     out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(out, 1)
-    os.dup2(out, 2)
+    os.dup2(os.open(errors, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if errors else out, 2)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
@@ -58,13 +60,16 @@ def _task_worker(argv: list[str], env: dict[str, str], cwd: str, output: str) ->
     os._exit(code or 0)
 
 
-def fork_worker(command: list[str], env: dict[str, str], cwd: str, output: Path) -> BaseProcess:
-    """Start `command` (the runner's command line) as a forked task worker; its pid is set."""
+def fork_worker(
+    command: list[str], env: dict[str, str], cwd: str, output: Path, errors: Path | None = None
+) -> BaseProcess:
+    """Start `command` (the runner's command line) as a forked task worker; its pid is set. Its
+    output goes to `output` (stderr too, unless `errors` names another file)."""
     if command[1:RUNNER_ARGS_START] != ["-m", "worker.definition_runner"]:
         raise ValueError(f"not a definition runner's command line: {command}")
     process = context().Process(
         target=_task_worker,
-        args=(command[RUNNER_ARGS_START:], env, cwd, str(output)),
+        args=(command[RUNNER_ARGS_START:], env, cwd, str(output), str(errors) if errors else None),
         name="steward-task-worker",
         daemon=False,
     )

@@ -12,6 +12,7 @@ from typing import Any
 from workflows.contracts import Capture, RunStatus, TaskSpec
 from workflows.delta import Delta, compute_delta, delta_lines
 
+from . import preflight
 from .context import Context
 from .output import CommandError, bad_input, console
 from .run_calls import client_for, live_status
@@ -111,17 +112,11 @@ def refuse_unwritable_log_dir(plan: LaunchPlan) -> None:
 
 
 def make_plan(ctx: Context, definition: str) -> LaunchPlan:
-    from worker.workspace import (
-        DefinitionError,
-        capture_definition_sync,
-        definition_hash,
-        log_store,
-    )
+    """Resolve the definition (on the Steward worker: `ensure_services` first) and work out what
+    it means against the live run and the log store."""
+    from worker.workspace import definition_hash, log_store
 
-    try:
-        capture = capture_definition_sync(str(ctx.workspace), definition)
-    except DefinitionError as err:
-        raise bad_input(str(err)) from err
+    capture = preflight.capture(ctx, definition)
     live = asyncio.run(live_status(ctx))
     if live is not None:
         log_dir = live.state.log_dir
@@ -167,15 +162,13 @@ def smoke(
     ctx: Context, definition: str, tasks: list[TaskSpec], accept: list[str], quiet: bool
 ) -> dict[str, Any]:
     """Smoke the work about to run; a failure not waived stops the launch with what failed."""
-    from worker.workspace import smoke as smoke_run
+    from workflows.preflight import waived
 
     if not quiet:
         names = ", ".join(t.name for t in tasks)
         console.print(f"Smoke: {SMOKE_SAMPLES} samples each of {names} ...", highlight=False)
-    result = smoke_run.run_smoke(
-        str(ctx.workspace), definition, tasks, limit=SMOKE_SAMPLES, time_cap=SMOKE_CAP_S
-    )
-    failures = smoke_run.waived(result, accept)
+    result = preflight.smoke(ctx, definition, tasks, SMOKE_SAMPLES, SMOKE_CAP_S)
+    failures = waived(result, accept)
     document = {**result.model_dump(mode="json"), "failures": [f.model_dump() for f in failures]}
     if failures:
         lines = "; ".join(f"{f.task} ({f.model}): {f.check} — {f.message}" for f in failures)

@@ -30,12 +30,14 @@ from activities.processes import spawn_worker, stop_workers
 from activities.provider_budgets import exchange_provider_budgets
 from activities.rulings import apply_actions
 from activities.scan import scan_transcripts_activity
+from activities.smoke import smoke_tasks
 from activities.watch import watch_worker
 from activities.workspace_files import write_workspace
 from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.credentials import CredentialsCheck
 from workflows.eval_run import EvalRun
+from workflows.preflight import Preflight
 from workflows.provider_ledger import ProviderLedger
 
 from .connect import Target, connect, host_queue
@@ -56,13 +58,14 @@ ACTIVITIES = [
     reap_sandboxes_activity,
     request_admission,
     scan_transcripts_activity,
+    smoke_tasks,
     spawn_worker,
     stop_workers,
     tidy_logs,
     watch_worker,
     write_workspace,
 ]
-WORKFLOWS = [EvalRun, CapacityLedger, CredentialsCheck, ProviderLedger]
+WORKFLOWS = [EvalRun, CapacityLedger, CredentialsCheck, ProviderLedger, Preflight]
 log = structlog.get_logger("steward.worker")
 
 

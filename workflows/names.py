@@ -33,6 +33,7 @@ class Activity:
     REAP_SANDBOXES: Final = "reap_sandboxes"
     REQUEST_ADMISSION: Final = "request_admission"
     SCAN_TRANSCRIPTS: Final = "scan_transcripts"
+    SMOKE_TASKS: Final = "smoke_tasks"
     SPAWN_WORKER: Final = "spawn_worker"
     STOP_WORKERS: Final = "stop_workers"
     TIDY_LOGS: Final = "tidy_logs"
@@ -57,6 +58,7 @@ class WorkflowType:
     CAPACITY_LEDGER: Final = "CapacityLedger"
     CREDENTIALS_CHECK: Final = "CredentialsCheck"
     PROVIDER_LEDGER: Final = "ProviderLedger"
+    PREFLIGHT: Final = "Preflight"
 
 
 class SearchKey:

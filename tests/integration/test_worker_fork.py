@@ -99,3 +99,66 @@ def _spawn_unchecked(workspace: Path):
             tasks=[SelectedTask(identifier="alpha-x")],
         )
     )
+
+
+def _processes_in(directory: Path) -> list[psutil.Process]:
+    """Live processes working in `directory` (a forked runner's /proc environ is its fork
+    server's, so its cwd is what identifies it)."""
+    found = []
+    for process in psutil.process_iter(["pid"]):
+        try:
+            if process.cwd() == str(directory) and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+@pytest.fixture
+def forks(monkeypatch):
+    """The runner processes forked (not started fresh) during the test."""
+    from activities import runner_process
+
+    forked: list[int] = []
+
+    def counting(*args, **kwargs):
+        process = original(*args, **kwargs)
+        forked.append(process.pid)
+        return process
+
+    original = runner_process.fork_worker
+    monkeypatch.setattr(runner_process, "fork_worker", counting)
+    return forked
+
+
+def test_capture_and_smoke_run_forked_and_read_as_fresh_ones(warm, forks, tmp_path):
+    from activities.smoke import describe, run_smoke
+
+    write_definition(tmp_path, {"alpha": 6, "beta": 4})
+    capture = capture_definition_sync(str(tmp_path), "evalset.py")
+    assert [(t.name, t.samples) for t in capture.tasks] == [("alpha", 6), ("beta", 4)]
+    result = run_smoke(str(tmp_path), "evalset.py", capture.tasks, limit=2)
+    assert result.ok, describe(result)
+    assert result.samples == 4
+    assert len(forks) == 2  # the capture and the smoke, each forked
+
+
+def test_a_forked_smoke_over_its_time_is_killed_with_its_group(warm, forks, tmp_path):
+    from activities.smoke import describe, run_smoke
+
+    write_definition(tmp_path, {"slow": 4})
+    tasks = capture_definition_sync(str(tmp_path), "evalset.py").tasks
+    (tmp_path / ".env").write_text("STEWARD_OFFLINE_DELAY=30\n")
+    result = run_smoke(str(tmp_path), "evalset.py", tasks, limit=2, time_cap=4)
+    assert [(c.task, c.check) for c in result.checks] == [("slow", "timeout")], describe(result)
+    assert result.seconds < 20 and len(forks) == 2
+    assert not _processes_in(tmp_path)
+
+
+def test_a_forked_capture_of_a_broken_definition_says_why(warm, forks, tmp_path):
+    from activities.capture import DefinitionError
+
+    (tmp_path / "evalset.py").write_text("import no_such_module_here\n")
+    with pytest.raises(DefinitionError) as failed:
+        capture_definition_sync(str(tmp_path), "evalset.py")
+    assert "No module named 'no_such_module_here'" in str(failed.value) and forks
