@@ -11,6 +11,7 @@ Multiprocessing allows one fork server per process, with one preload list: both 
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from multiprocessing import forkserver
 from typing import Any
 
@@ -31,6 +32,8 @@ def context() -> Any:
     return forking
 
 
+_warming = threading.Event()  # warm_up has started
+_warmed = threading.Event()  # ...and ended, ready or not
 _ready = False
 
 
@@ -41,14 +44,26 @@ def _nothing() -> None:
 def warm_up() -> None:
     """Start the fork server now and wait for its imports (seconds), so forks need not."""
     global _ready
-    forking = context()
-    forkserver.ensure_running()
-    probe = forking.Process(target=_nothing, name="steward-forkserver-probe")
-    probe.start()  # answered once the server has imported everything
-    probe.join()
-    _ready = True
+    _warming.set()
+    try:
+        forking = context()
+        forkserver.ensure_running()
+        probe = forking.Process(target=_nothing, name="steward-forkserver-probe")
+        probe.start()  # answered once the server has imported everything
+        probe.join()
+        _ready = probe.exitcode == 0
+    finally:
+        _warmed.set()
 
 
 def ready() -> bool:
     """Whether a fork costs milliseconds now (else the caller may start a fresh process)."""
+    return _ready
+
+
+def ready_soon(timeout: float) -> bool:
+    """Whether forks are cheap, waiting up to `timeout` seconds for a warm-up under way: a
+    fresh interpreter started beside it would cost as much again on the same cores."""
+    if _warming.is_set():
+        _warmed.wait(timeout)
     return _ready

@@ -19,8 +19,11 @@ from .worker_fork import fork_worker
 FORK_ENV = "STEWARD_FORK_WORKERS"  # "0": start runners and task workers fresh, never forked
 
 
+WARM_WAIT_S = 60.0  # the fork server's imports, on a busy machine
+
+
 def forking() -> bool:
-    return forkserver.ready() and os.environ.get(FORK_ENV, "1") != "0"
+    return os.environ.get(FORK_ENV, "1") != "0" and forkserver.ready_soon(WARM_WAIT_S)
 
 
 def _kill_group(pid: int) -> None:

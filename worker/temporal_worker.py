@@ -67,6 +67,7 @@ ACTIVITIES = [
 ]
 WORKFLOWS = [EvalRun, CapacityLedger, CredentialsCheck, ProviderLedger, Preflight]
 log = structlog.get_logger("steward.worker")
+READY_WAIT_S = 20.0  # for the fork server's warm-up before the worker says it is ready
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -115,10 +116,13 @@ async def serve(target: Target, ready_file: Path | None = None) -> None:
             namespace=target.namespace,
             host_queue=host_queue(),
         )
+        # The fork server imports Inspect (and scout) now, not in the first launch's capture.
+        # Ready is said once it has (or after READY_WAIT_S): `steward worker start` then means
+        # ready to work at speed; the worker already serves commands and timers meanwhile.
+        warming = loop.run_in_executor(executor, forkserver.warm_up)
+        await asyncio.wait([warming], timeout=READY_WAIT_S)
         if ready_file is not None:
             ready_file.write_text("ready\n")
-        # The scans' fork server imports scout now rather than when the first run finishes.
-        warming = loop.run_in_executor(executor, forkserver.warm_up)
         stopper = asyncio.create_task(stop.wait())
         await asyncio.wait([stopper, *runs], return_when=asyncio.FIRST_COMPLETED)
         log.info("worker stopping")
