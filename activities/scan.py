@@ -100,6 +100,10 @@ def scan_transcripts(
 
     from inspect_scout import scan, transcripts_from
 
+    from .scout_templates import cache_compiled_templates
+
+    cache_compiled_templates()
+
     scanners_by_name = {SCORING_INTEGRITY: scoring_integrity_scanner()}
     for spec in scanners:
         for name, extra in _resolve_scanner_spec(spec, base_dir).items():
