@@ -11,6 +11,7 @@ Multiprocessing allows one fork server per process, with one preload list: both 
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import threading
 from multiprocessing import forkserver
 from typing import Any
@@ -54,6 +55,26 @@ def warm_up() -> None:
         _ready = probe.exitcode == 0
     finally:
         _warmed.set()
+
+
+_starting = threading.Lock()
+
+
+def start(process: Any) -> None:
+    """Start `process` (of `context()`) without multiprocessing's "preparation": it would re-run
+    this process's `__main__` (the Steward worker's whole module and its imports, ~1
+    CPU-second) in every child, and no child needs it: each runs a preloaded function."""
+    main = sys.modules["__main__"]
+    with _starting:
+        saved = {name: vars(main)[name] for name in ("__spec__", "__file__") if name in vars(main)}
+        main.__spec__ = None
+        vars(main).pop("__file__", None)
+        try:
+            process.start()
+        finally:
+            vars(main).update(saved)
+            if "__spec__" not in saved:
+                del main.__spec__
 
 
 def ready() -> bool:

@@ -61,6 +61,7 @@ id's (e.g. '[M2]') to clarify which message(s) you are referring to.
 # How often the activity tells Temporal it is alive while the child scans (and so how soon a
 # cancellation reaches it).
 HEARTBEAT_INTERVAL_S = 10.0
+MAX_SCAN_PROCESSES = 4
 
 
 class ScanRequestError(ValueError):
@@ -286,8 +287,60 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
         "cwd": str(Path(request.get("cwd") or Path.cwd()).resolve()),
         "max_connections": request.get("max_connections"),
     }
+    parts = split_logs(child_request["log_paths"], scan_processes(len(child_request["log_paths"])))
+    connections = child_request["max_connections"]
+    try:
+        async with asyncio.TaskGroup() as group:
+            answers = [
+                group.create_task(
+                    _scan_part(
+                        {
+                            **child_request,
+                            "log_paths": part,
+                            "max_connections": max(1, connections // len(parts))
+                            if connections
+                            else None,
+                        },
+                        results_dir / f"part-{index}" if len(parts) > 1 else results_dir,
+                    )
+                )
+                for index, part in enumerate(parts)
+            ]
+    except ExceptionGroup as failed:  # one part failed (the others were cancelled): its error
+        raise failed.exceptions[0] from None
+    findings = [finding for answer in answers for finding in answer.result()]
+    return sorted(
+        findings, key=lambda f: (f["log"], f["task"], f["sample_id"], f["epoch"], f["scanner"])
+    )
+
+
+def scan_processes(logs: int) -> int:
+    """How many scan processes share a scan: scout costs ~50 ms of CPU a transcript here, so
+    one process cannot keep a fast provider busy; one per core (a log is the unit of work)."""
+    return max(1, min(logs, os.cpu_count() or 1, MAX_SCAN_PROCESSES))
+
+
+def split_logs(log_paths: list[str], parts: int) -> list[list[str]]:
+    """`log_paths` in `parts` groups of about equal bytes (largest first into the lightest)."""
+    groups: list[tuple[int, list[str]]] = [(0, []) for _ in range(max(1, parts))]
+    for path in sorted(log_paths, key=_size, reverse=True):
+        size, members = min(groups, key=lambda g: g[0])
+        groups.remove((size, members))
+        groups.append((size + _size(path), [*members, path]))
+    return [members for _, members in groups if members]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+async def _scan_part(request: dict, cwd: Path) -> list[dict]:
+    cwd.mkdir(parents=True, exist_ok=True)
     response, last_line = await run_in_child(
-        respond, child_request, results_dir, _heartbeat, HEARTBEAT_INTERVAL_S
+        respond, request, cwd, _heartbeat, HEARTBEAT_INTERVAL_S
     )
     if response is None:
         raise ScanFailed(f"The scan process died before it answered: {last_line}")

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from .forkserver import context
+from .forkserver import context, start
 from .tiktoken_offline import provide_encodings_or_warn
 
 OUTPUT = "scan-process.log"  # the child's stdout and stderr, in the results directory
@@ -65,7 +65,7 @@ async def run_in_child(
         args=(work, request, dict(os.environ), str(cwd), send),
         name="steward-scan",
     )
-    await asyncio.to_thread(process.start)  # the first one waits for the server's imports
+    await asyncio.to_thread(start, process)  # the first one waits for the server's imports
     _live.add(process)
     send.close()
     try:

@@ -13,17 +13,15 @@ forked child otherwise leaves through os._exit) and exits with the runner's code
 from __future__ import annotations
 
 import atexit
-import contextlib
 import multiprocessing
 import os
 import sys
-import threading
-from collections.abc import Iterator
 from multiprocessing import forkserver
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from .forkserver import context
+from .forkserver import start as forkserver_start
 
 RUNNER_ARGS_START = 3  # [python, -m, worker.definition_runner, DEFINITION]: the runner's args
 
@@ -63,29 +61,6 @@ def _task_worker(
     os._exit(code or 0)
 
 
-_starting = threading.Lock()
-
-
-@contextlib.contextmanager
-def _main_module_hidden() -> Iterator[None]:
-    """Start a child without multiprocessing's "preparation": it would re-run this process's
-    `__main__` (the Steward worker's whole module and its imports, ~1 CPU-second) in every
-    child, which needs none of it: the child runs `_task_worker`, preloaded in the server."""
-    main = sys.modules["__main__"]
-    with _starting:
-        saved = {
-            name: main.__dict__[name] for name in ("__spec__", "__file__") if name in vars(main)
-        }
-        main.__spec__ = None
-        main.__dict__.pop("__file__", None)
-        try:
-            yield
-        finally:
-            main.__dict__.update(saved)
-            if "__spec__" not in saved:
-                del main.__spec__
-
-
 def fork_worker(
     command: list[str], env: dict[str, str], cwd: str, output: Path, errors: Path | None = None
 ) -> BaseProcess:
@@ -102,8 +77,7 @@ def fork_worker(
         name="steward-task-worker",
         daemon=False,
     )
-    with _main_module_hidden():
-        process.start()
+    forkserver_start(process)
     # A task worker outlives the Steward worker: multiprocessing must not join it at exit.
     multiprocessing.process._children.discard(process)  # noqa: SLF001
     return process

@@ -128,3 +128,23 @@ def test_scan_model_resolution_follows_the_seed(tmp_path, monkeypatch):
     assert resolve_scan_model(False, str(workspace)) is None  # false: the eval model
     monkeypatch.setenv("SCOUT_SCAN_MODEL", "steward/env")
     assert resolve_scan_model(None, str(workspace)) == "steward/env"
+
+
+def test_a_scan_is_split_across_processes_by_log_size(tmp_path, monkeypatch):
+    from activities import scan as scan_module
+
+    sizes = {"a": 900, "b": 500, "c": 400, "d": 100}
+    paths = []
+    for name, size in sizes.items():
+        path = tmp_path / f"{name}.eval"
+        path.write_bytes(b"x" * size)
+        paths.append(str(path))
+    parts = scan_module.split_logs(paths, 2)
+    assert sorted(sorted(p) for p in parts) == sorted(
+        [sorted([paths[0], paths[3]]), sorted([paths[1], paths[2]])]
+    )  # 1000 and 900 bytes
+    assert scan_module.split_logs(paths[:1], 3) == [paths[:1]]  # never an empty part
+    monkeypatch.setattr(scan_module.os, "cpu_count", lambda: 2)
+    assert [scan_module.scan_processes(n) for n in (0, 1, 2, 5)] == [1, 1, 2, 2]
+    monkeypatch.setattr(scan_module.os, "cpu_count", lambda: 16)
+    assert scan_module.scan_processes(40) == scan_module.MAX_SCAN_PROCESSES
