@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from workflows.contracts import Capture, RunStatus, TaskSpec
@@ -15,7 +14,7 @@ from workflows.delta import Delta, compute_delta, delta_lines
 from . import preflight
 from .context import Context
 from .output import CommandError, bad_input, console
-from .run_calls import client_for, live_status
+from .run_calls import ask_worker, live_status
 
 SMOKE_SAMPLES = 2
 SMOKE_CAP_S = 300.0
@@ -191,12 +190,9 @@ def smoke(
 def check_credentials(ctx: Context, models: list[str], quiet: bool) -> dict[str, Any]:
     """Refuse, naming the variables and the fix, when the workers would not see the
     credentials the models' providers need. The check runs on the worker's host."""
-    import uuid
-
     from temporalio.client import WorkflowFailureError
 
     from worker.connect import host_queue
-    from workflows.contracts import WORKFLOW_TASK_QUEUE
     from workflows.credentials import (
         CredentialsCheck,
         CredentialsReport,
@@ -211,20 +207,15 @@ def check_credentials(ctx: Context, models: list[str], quiet: bool) -> dict[str,
         request = CredentialsRequest(
             workspace=str(ctx.workspace), host_queue=host_queue(), requirements=requirements
         )
-
-        async def ask() -> CredentialsReport:
-            client = await client_for(ctx.target)
-            return await client.execute_workflow(
+        try:
+            report = ask_worker(
+                ctx,
                 CredentialsCheck.run,
                 request,
-                id=f"{ctx.workflow_id}-credentials-{uuid.uuid4().hex[:8]}",
-                task_queue=WORKFLOW_TASK_QUEUE,
-                execution_timeout=timedelta(seconds=90),
+                step="credentials",
+                seconds=90,
                 result_type=CredentialsReport,
             )
-
-        try:
-            report = asyncio.run(ask())
         except WorkflowFailureError as err:  # no Steward worker on this host answered in time
             raise CommandError(
                 "The Steward worker on this host did not answer the credentials check; start it "

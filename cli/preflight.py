@@ -4,13 +4,9 @@ warm fork server, and they see the environment the run's workers will see."""
 
 from __future__ import annotations
 
-import asyncio
-import uuid
-from datetime import timedelta
-
 from worker.connect import host_queue
 from workflows.activity_io import CaptureRequest
-from workflows.contracts import WORKFLOW_TASK_QUEUE, Capture, TaskSpec
+from workflows.contracts import Capture, TaskSpec
 from workflows.preflight import (
     CAPTURE_TIMEOUT_S,
     Preflight,
@@ -22,7 +18,7 @@ from workflows.preflight import (
 
 from .context import Context
 from .output import CommandError, bad_input
-from .run_calls import client_for
+from .run_calls import ask_worker
 
 ANSWER_MARGIN_S = 120  # for the worker to pick the step up, and one retry's start
 
@@ -75,19 +71,15 @@ def _run(ctx: Context, request: PreflightRequest, step: str, seconds: float) -> 
     from temporalio.client import WorkflowFailureError
     from temporalio.exceptions import ApplicationError, TimeoutError
 
-    async def ask() -> PreflightResult:
-        client = await client_for(ctx.target)
-        return await client.execute_workflow(
+    try:
+        return ask_worker(
+            ctx,
             Preflight.run,
             request,
-            id=f"{ctx.workflow_id}-{step}-{uuid.uuid4().hex[:8]}",
-            task_queue=WORKFLOW_TASK_QUEUE,
-            execution_timeout=timedelta(seconds=seconds + ANSWER_MARGIN_S),
+            step=step,
+            seconds=seconds + ANSWER_MARGIN_S,
             result_type=PreflightResult,
         )
-
-    try:
-        return asyncio.run(ask())
     except WorkflowFailureError as err:
         cause = err.cause
         while cause is not None and not isinstance(cause, ApplicationError | TimeoutError):

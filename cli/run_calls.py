@@ -55,6 +55,36 @@ async def client_for(target: Target) -> Client:
         ) from err
 
 
+def ask_worker(
+    ctx: Context,
+    run: Callable[[Any], Awaitable[Result]],
+    request: Any,
+    *,
+    step: str,
+    seconds: float,
+    result_type: type[Result],
+) -> Result:
+    """Run a short helper workflow (`run`, e.g. `Preflight.run`) for this workspace and wait
+    for its result: how the CLI asks the Steward worker of its host to do something there."""
+    import uuid
+    from datetime import timedelta
+
+    from workflows.contracts import WORKFLOW_TASK_QUEUE
+
+    async def ask() -> Result:
+        client = await client_for(ctx.target)
+        return await client.execute_workflow(
+            run,
+            request,
+            id=f"{ctx.workflow_id}-{step}-{uuid.uuid4().hex[:8]}",
+            task_queue=WORKFLOW_TASK_QUEUE,
+            execution_timeout=timedelta(seconds=seconds),
+            result_type=result_type,
+        )
+
+    return asyncio.run(ask())
+
+
 def eval_run_handle(client: Client, workflow_id: str) -> RunHandle:
     return client.get_workflow_handle_for(EvalRun.run, workflow_id)
 

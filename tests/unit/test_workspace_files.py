@@ -120,7 +120,9 @@ def test_an_unwritable_workspace_is_told_once_per_episode():
 def _write_at(workspace: Path, journal_seq: int, *seqs: int, phase: str = "running") -> int:
     state = RunState(started_at=datetime(2026, 12, 4, tzinfo=UTC), journal_seq=journal_seq)
     state.phase = phase
-    status = RunStatus(workflow_id="run-1", workspace=str(workspace), state=state, tend_interval=600)
+    status = RunStatus(
+        workflow_id="run-1", workspace=str(workspace), state=state, tend_interval=600
+    )
     return write_workspace(
         WorkspaceWrite(workspace=str(workspace), status=status, journal=_events(*seqs))
     )
