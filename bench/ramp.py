@@ -139,6 +139,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=float, default=1.0, help="samples per task x 500")
     parser.add_argument("--plot", type=Path, default=Path("bench/ramp.png"))
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the workspaces (journals, logs) and say where"
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="steward-ramp-bench-"))
     runs = []
@@ -147,7 +150,10 @@ def main() -> None:
             runs.append((case, run_case(root, case)))
         plot(runs, args.plot)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep:
+            out.print(f"workspaces kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
     for case, results in runs:
         out.print(table(case, results))
         problem = results["steward"].get("scan_problem")
