@@ -17,8 +17,6 @@ from . import forkserver
 from .worker_fork import fork_worker
 
 FORK_ENV = "STEWARD_FORK_WORKERS"  # "0": start runners and task workers fresh, never forked
-
-
 WARM_WAIT_S = 60.0  # the fork server's imports, on a busy machine
 
 
