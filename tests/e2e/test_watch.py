@@ -160,11 +160,13 @@ def test_worker_hung_before_eval_set_is_a_decision_and_restart_respawns_it(stewa
     assert "no log and no control socket 3s after spawn" in decision["question"]
     [hung] = steward.state(workspace)["workers"].values()
 
-    # Let the next worker start normally, with a start timeout it can meet (re-read live).
-    (workspace / "hang-before").unlink()
+    # The next worker gets a start timeout it can meet (re-read live). The hold goes only once
+    # the hung worker is gone: released earlier, it could finish its task before the restart.
     with open(workspace / "_steward.yaml", "a") as handle:
         handle.write("start_timeout: 10m\n")
     steward.ok("rule", decision["id"], "restart", "--by", "operator", cwd=workspace)
+    wait_for(lambda: not pid_alive(hung["pid"]), timeout=60, what="the hung worker stopped")
+    (workspace / "hang-before").unlink()
 
     status = steward.wait_phase(workspace, {"finished"})
     assert not pid_alive(hung["pid"])
