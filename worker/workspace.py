@@ -1,7 +1,7 @@
 """What the CLI needs of a workspace, from the one place that does it (the CLI never imports
 activities directly; the worker hosts them)."""
 
-from activities import docker_pools, log_store, smoke
+from activities import docker_pools, log_store
 from activities.capture import DefinitionError, capture_definition_sync
 from activities.options import OptionsError, definition_hash, load_options
 from activities.paths import unwritable
@@ -25,7 +25,6 @@ __all__ = [
     "definition_hash",
     "docker_pools",
     "log_store",
-    "smoke",
     "find_workspace",
     "init_workspace",
     "load_options",
