@@ -195,6 +195,9 @@ class RunInput(BaseModel):
     definition_hash: str | None = None  # of the definition that was launched (drift)
     store_hits: dict[str, str] = Field(default_factory=dict)  # identifier -> log store path
     timer: bool = True  # `steward launch --no-timer`: the run tends only when asked
+    # A continued run tends at once unless its handover came between tends with none due (it
+    # then waits on, as the run it continues would have: a disarmed timer stays quiet).
+    tend_due: bool = True
 
 
 class TimerState(BaseModel):

@@ -36,7 +36,7 @@ in tests/histories.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -109,6 +109,9 @@ class EvalRun:
                 await run_capacity.admit(ctx, "launch")
         else:
             watch_all(ctx)  # re-adopt the workers a continued run carries over
+        # A continued run whose handover came between tends waits out the timer it carries.
+        due = run_input.state is None or run_input.tend_due or not ctx.patches.handover
+        deadline = None if due else state.next_tend_at
 
         while state.phase not in TERMINAL_PHASES:
             if ctx.cancel is not None:
@@ -121,42 +124,57 @@ class EvalRun:
                 )
                 if _history_full() and state.phase == "queued":
                     await workflow.wait_condition(workflow.all_handlers_finished)
-                    workflow.continue_as_new(ctx.input.model_copy(update={"state": state}))
+                    workflow.continue_as_new(
+                        ctx.input.model_copy(update={"state": state, "tend_due": True})
+                    )
+                due = True  # admitted: its first tend starts it
                 continue
-            if ctx.patches.watch:
-                ctx.wake = False  # what arrives during the tend wakes the next one
-            await self._tend_locked()
-            if state.phase in TERMINAL_PHASES:
-                return
-            if state.phase == "finished" and not ctx.patches.decisions:
-                return
-            if not ctx.patches.watch:
-                ctx.wake = False
-            await self._wait_for_next_tend()
+            if due:
+                if ctx.patches.watch:
+                    ctx.wake = False  # what arrives during the tend wakes the next one
+                await self._tend_locked()
+                if state.phase in TERMINAL_PHASES:
+                    return
+                if state.phase == "finished" and not ctx.patches.decisions:
+                    return
+                if not ctx.patches.watch:
+                    ctx.wake = False
+            due = await self._wait_for_next_tend(deadline)
+            deadline = None
             if _history_full() and ctx.cancel is None:
                 # Tends driven by updates grow the history too: hand over between tends.
                 await workflow.wait_condition(
                     lambda: workflow.all_handlers_finished() and not ctx.lock.locked()
                 )
-                workflow.continue_as_new(ctx.input.model_copy(update={"state": state}))
+                due = due or ctx.wake
+                workflow.continue_as_new(
+                    ctx.input.model_copy(update={"state": state, "tend_due": due})
+                )
+            due = due or not ctx.patches.handover
 
-    async def _wait_for_next_tend(self) -> None:
-        """Until the timer fires (when one is due), a command or a watch wakes the run, or it
-        must hand over. Arming or disarming restarts the wait with the new timer, without a
-        tend."""
+    async def _wait_for_next_tend(self, deadline: datetime | None = None) -> bool:
+        """Until the timer fires (when one is due; at `deadline` if given), a command or a
+        watch wakes the run, or it must hand over. Arming or disarming restarts the wait with
+        the new timer, without a tend. Whether a tend is due (False: only a handover is)."""
         ctx = self._ctx
         while True:
             ctx.rearm = False
+            timeout = timedelta(seconds=ctx.interval()) if self._timer_due() else None
+            if timeout is not None and deadline is not None:
+                timeout = max(deadline - workflow.now(), timedelta(0))
+            deadline = None
+            if timeout == timedelta(0):
+                return True
             try:
                 await workflow.wait_condition(
                     lambda: ctx.wake or ctx.rearm or ctx.cancel is not None or _history_full(),
-                    timeout=timedelta(seconds=ctx.interval()) if self._timer_due() else None,
+                    timeout=timeout,
                 )
             except TimeoutError:
-                return
+                return True
             if ctx.rearm and not (ctx.wake or ctx.cancel or _history_full()):
                 continue
-            return
+            return ctx.wake or ctx.cancel is not None
 
     def _timer_due(self) -> bool:
         ctx = self._ctx

@@ -53,6 +53,7 @@ class Patches:
     heal: bool  # errored samples a resumed task completed leave their classes; each counted once
     scan: bool  # each complete task is scanned beside the run, never inside a tend
     budget: bool  # one connection budget per provider, shared by the run's workers
+    handover: bool  # a continue-as-new between tends does not tend on arrival unless one is due
 
     @classmethod
     def read(cls) -> Patches:
@@ -66,6 +67,7 @@ class Patches:
             heal=workflow.patched("heal-v1"),
             scan=workflow.patched("scan-v2"),
             budget=workflow.patched("budget-v1"),
+            handover=workflow.patched("handover-v1"),
         )
 
     @staticmethod
