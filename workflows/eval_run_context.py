@@ -54,6 +54,7 @@ class Patches:
     scan: bool  # each complete task is scanned beside the run, never inside a tend
     budget: bool  # one connection budget per provider, shared by the run's workers
     handover: bool  # a continue-as-new between tends does not tend on arrival unless one is due
+    settle: bool  # a signoff waits for the scan of logs completed since the last tend, too
 
     @classmethod
     def read(cls) -> Patches:
@@ -68,6 +69,7 @@ class Patches:
             scan=workflow.patched("scan-v2"),
             budget=workflow.patched("budget-v1"),
             handover=workflow.patched("handover-v1"),
+            settle=workflow.patched("settle-v1"),
         )
 
     @staticmethod

@@ -76,7 +76,10 @@ def signoff_blockers(ctx: RunContext, scan_running_blocks: bool = True) -> list[
         state.triage,
         open_tasks=[t.spec.name for t in state.tasks if t.phase not in ("complete", "given_up")],
         unscanned=bool(policy.unscanned_logs(state))
-        and (scan_running_blocks or not (ctx.scanning or ctx.scan_outcomes)),
+        and (
+            scan_running_blocks
+            or not (ctx.scanning or ctx.scan_outcomes or eval_run_scan.scan_pending(ctx))
+        ),
         scan_problem=state.scan_problem,
         settled_logs=policy.settled_logs(state),
         waiting_for=worker_watch.rulings_waiting(state),

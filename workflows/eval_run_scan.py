@@ -90,8 +90,23 @@ async def _scan(ctx: RunContext, logs: list[str], connections: int | None) -> No
 
 
 async def wait_for_scan(ctx: RunContext) -> None:
-    """A signoff waits for the running scan (its findings may still block it)."""
+    """A signoff waits for the running scan (its findings may still block it). With
+    `settle-v1`, once every task is settled it also waits for the scan of what completed since
+    (the tend it wakes starts it), unless scanning fails (the signoff then says why)."""
     await workflow.wait_condition(lambda: not ctx.scanning)
+    if not scan_pending(ctx):
+        return
+    ctx.wake = True
+    await workflow.wait_condition(lambda: not scan_pending(ctx))
+
+
+def scan_pending(ctx: RunContext) -> bool:
+    """settle-v1: every task is settled and some of their logs wait for a scan that will come
+    (one runs, waits to be taken in, or the next tend starts it)."""
+    state = ctx.state
+    if not ctx.patches.settle or policy.open_tasks(state) or state.scan_problem is not None:
+        return False  # a failing scan is retried at tends: the signoff says why, not waits
+    return ctx.scanning or bool(ctx.scan_outcomes) or bool(policy.unscanned_logs(state))
 
 
 def take_in(ctx: RunContext, summary: TendSummary) -> list[Anomaly]:

@@ -51,3 +51,10 @@ def test_state_survives_continue_as_new(steward, workspace_root):
         fetch_history(steward, first["workflow_id"], status["run_id"]),
         record_as="eval_run_handover_v1_between_tends",
     )
+    # Signed off as soon as it says finished: the signoff waits for the scan of the last log.
+    signing = steward.status(workspace)["run_id"]
+    assert steward.ok("signoff", "--by", "carla", cwd=workspace)["by"] == "carla"
+    replay(
+        fetch_history(steward, first["workflow_id"], signing),
+        record_as="eval_run_settle_v1_signoff",
+    )
