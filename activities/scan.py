@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError
 from workflows.names import Activity
 
 from .scan_findings import read_findings
+from .scan_parts import Shard, plan_parts, shard_ids
 from .scan_process import run_in_child
 
 SCORING_INTEGRITY = "scoring_integrity"
@@ -61,7 +62,6 @@ id's (e.g. '[M2]') to clarify which message(s) you are referring to.
 # How often the activity tells Temporal it is alive while the child scans (and so how soon a
 # cancellation reaches it).
 HEARTBEAT_INTERVAL_S = 10.0
-MAX_SCAN_PROCESSES = 4
 
 
 class ScanRequestError(ValueError):
@@ -80,6 +80,7 @@ def scan_transcripts(
     *,
     cwd: str | None = None,
     max_connections: int | None = None,
+    shard: Shard | None = None,
 ) -> list[dict]:
     """Scan the samples of `log_paths`; return the positive results as finding dicts.
 
@@ -88,7 +89,8 @@ def scan_transcripts(
     `scanners` are extra scanners, `registered_name` or `file.py@name`. Relative paths (logs,
     results_dir, scanner files) are taken from `cwd`, by default the process's.
     `max_connections`: transcripts scanned at once, which is also the model connections the
-    scan holds (the run's provider budget gives it; None: scout's default of 25). Raises
+    scan holds (the run's provider budget gives it; None: scout's default of 25). `shard`:
+    scan only this process's share of the transcripts (activities/scan_parts.py). Raises
     ScanRequestError for a bad spec or log, ScanFailed when a scanner errors. Call it from a
     thread without a running event loop; it reads `scout.yaml` and `.env` from the process's
     working directory, as scout does.
@@ -99,7 +101,7 @@ def scan_transcripts(
     base_dir = Path(cwd) if cwd else Path.cwd()
     logs = _existing_logs(log_paths, base_dir)
 
-    from inspect_scout import scan, transcripts_from
+    from inspect_scout import log_columns, scan, transcripts_from
 
     from .scout_templates import cache_compiled_templates
 
@@ -120,9 +122,18 @@ def scan_transcripts(
     given_path = {str(path.resolve()): original for original, path in logs.items()}
     findings: list[dict] = []
     for model, paths in _scan_groups(logs, scan_model):
+        transcripts = transcripts_from([str(path) for path in paths])
+        if shard is not None:
+            mine = shard_ids([str(path) for path in paths], shard)
+            if mine is None and shard[0] > 0:
+                continue  # the first shard scans logs without uuids whole
+            if mine is not None:
+                if not mine:
+                    continue
+                transcripts = transcripts.where(log_columns.transcript_id.in_(mine))
         status = scan(
             scanners_by_name,
-            transcripts=transcripts_from([str(path) for path in paths]),
+            transcripts=transcripts,
             scans=str(results_path),
             # Explicit, so SCOUT_SCAN_MODEL (read only when this is None) never overrides it.
             model=model["name"],
@@ -287,7 +298,7 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
         "cwd": str(Path(request.get("cwd") or Path.cwd()).resolve()),
         "max_connections": request.get("max_connections"),
     }
-    parts = split_logs(child_request["log_paths"], scan_processes(len(child_request["log_paths"])))
+    parts = plan_parts(child_request["log_paths"])
     connections = child_request["max_connections"]
     try:
         async with asyncio.TaskGroup() as group:
@@ -297,6 +308,7 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
                         {
                             **child_request,
                             "log_paths": part,
+                            "shard": shard,
                             "max_connections": max(1, connections // len(parts))
                             if connections
                             else None,
@@ -304,7 +316,7 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
                         results_dir / f"part-{index}" if len(parts) > 1 else results_dir,
                     )
                 )
-                for index, part in enumerate(parts)
+                for index, (part, shard) in enumerate(parts)
             ]
     except ExceptionGroup as failed:  # one part failed (the others were cancelled): its error
         raise failed.exceptions[0] from None
@@ -312,29 +324,6 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
     return sorted(
         findings, key=lambda f: (f["log"], f["task"], f["sample_id"], f["epoch"], f["scanner"])
     )
-
-
-def scan_processes(logs: int) -> int:
-    """How many scan processes share a scan: scout costs ~50 ms of CPU a transcript here, so
-    one process cannot keep a fast provider busy; one per core (a log is the unit of work)."""
-    return max(1, min(logs, os.cpu_count() or 1, MAX_SCAN_PROCESSES))
-
-
-def split_logs(log_paths: list[str], parts: int) -> list[list[str]]:
-    """`log_paths` in `parts` groups of about equal bytes (largest first into the lightest)."""
-    groups: list[tuple[int, list[str]]] = [(0, []) for _ in range(max(1, parts))]
-    for path in sorted(log_paths, key=_size, reverse=True):
-        size, members = min(groups, key=lambda g: g[0])
-        groups.remove((size, members))
-        groups.append((size + _size(path), [*members, path]))
-    return [members for _, members in groups if members]
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 async def _scan_part(request: dict, cwd: Path) -> list[dict]:
@@ -378,6 +367,7 @@ def respond(request: dict) -> dict[str, Any]:
                 request.get("scanners") or [],
                 cwd=request.get("cwd"),
                 max_connections=request.get("max_connections"),
+                shard=tuple(request["shard"]) if request.get("shard") else None,
             )
         }
     except ScanRequestError as err:

@@ -130,8 +130,40 @@ def test_scan_model_resolution_follows_the_seed(tmp_path, monkeypatch):
     assert resolve_scan_model(None, str(workspace)) == "steward/env"
 
 
+def test_shards_of_one_log_scan_each_transcript_exactly_once(
+    eval_log: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("STEWARD_OFFLINE_FLAG", r"\bgamma\b")
+    seen, found = [], []
+    for index in range(2):
+        results_dir = tmp_path / f"part-{index}"
+        found += scan_transcripts(
+            [eval_log], str(results_dir), "steward/offline", [], shard=(index, 2)
+        )
+        seen.append(set(_scanned_values(results_dir, SCORING_INTEGRITY)))
+    assert seen[0] and seen[1] and not seen[0] & seen[1]
+    assert seen[0] | seen[1] == set(WORDS)
+    assert [f["sample_id"] for f in found] == ["gamma"]
+
+
+def test_a_scan_of_fewer_large_logs_than_cores_is_split_by_transcript(tmp_path, monkeypatch):
+    from activities import scan_parts
+
+    monkeypatch.setattr(scan_parts.os, "cpu_count", lambda: 2)
+    large = tmp_path / "large.eval"
+    large.write_bytes(b"x" * scan_parts.SHARD_MIN_BYTES)
+    small = tmp_path / "small.eval"
+    small.write_bytes(b"x" * 100)
+    assert scan_parts.plan_parts([str(large)]) == [([str(large)], (0, 2)), ([str(large)], (1, 2))]
+    assert scan_parts.plan_parts([str(small)]) == [([str(small)], None)]  # not worth a process
+    assert scan_parts.plan_parts([str(large), str(small)]) == [
+        ([str(large)], None),
+        ([str(small)], None),
+    ]
+
+
 def test_a_scan_is_split_across_processes_by_log_size(tmp_path, monkeypatch):
-    from activities import scan as scan_module
+    from activities import scan_parts as scan_module
 
     sizes = {"a": 900, "b": 500, "c": 400, "d": 100}
     paths = []
