@@ -76,8 +76,7 @@ def ramp_reading(row: dict) -> RampReading | None:
         return None
     samples = row.get("samples") or {}
     completed, errored = samples.get("completed", 0), samples.get("errored", 0)
-    limits = [a["limit"] for a in config.get("adaptive") or [] if isinstance(a.get("limit"), int)]
-    ceilings = [a["max"] for a in config.get("adaptive") or [] if isinstance(a.get("max"), int)]
+    limits, ceilings = _adaptive_bounds(config)
     return RampReading(
         worker_id=row["_worker_id"],
         task_id=row["task_id"],
@@ -92,6 +91,37 @@ def ramp_reading(row: dict) -> RampReading | None:
         connection_limit=min(limits) if limits else None,
         connection_ceiling=max(ceilings) if ceilings else None,
     )
+
+
+def _adaptive_bounds(config: dict) -> tuple[list[int], list[int]]:
+    """A task config's adaptive controllers: their live limits and their ceilings."""
+    adaptive = config.get("adaptive") or []
+    limits = [a["limit"] for a in adaptive if isinstance(a.get("limit"), int)]
+    ceilings = [a["max"] for a in adaptive if isinstance(a.get("max"), int)]
+    return limits, ceilings
+
+
+def connections_of(socket: str, rows: list[dict]) -> tuple[int | None, int | None, int | None]:
+    """A worker's cumulative rate-limit retries for its tasks' models, and its adaptive
+    controllers' lowest live limit and highest ceiling (None: not answered, or not adaptive)."""
+    try:
+        throughput = control_get(socket, "/models/throughput", timeout=2.0).get("models", [])
+    except (httpx.HTTPError, ValueError, AttributeError):
+        throughput = None
+    models = {row.get("model") for row in rows}
+    counts = [_rate_limit_retries(throughput, model) for model in sorted(models, key=str)]
+    retries = None if throughput is None else sum(c or 0 for c in counts)
+    limits, ceilings = [], []
+    for row in rows:
+        try:
+            config = control_get(socket, f"/tasks/{row['task_id']}/config", timeout=2.0)
+        except (httpx.HTTPError, ValueError, KeyError):
+            continue
+        if isinstance(config, dict):
+            found = _adaptive_bounds(config)
+            limits += found[0]
+            ceilings += found[1]
+    return retries, min(limits, default=None), max(ceilings, default=None)
 
 
 def progress_from_log(path: str, total: int) -> Progress:

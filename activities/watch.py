@@ -24,11 +24,11 @@ from temporalio import activity
 from workflows.activity_io import WatchRequest, WorkerEnd
 from workflows.contracts import Progress, WorkerPulse
 from workflows.names import Activity
-from workflows.worker_watch import judge
+from workflows.worker_watch import judge, judge_connections, saturated
 
 from .control_socket import control_get
 from .log_listing import log_info, logs_by_identifier
-from .observe import progress_from_log, progress_from_row
+from .observe import connections_of, progress_from_log, progress_from_row
 from .processes import exit_cause, exit_code_of, is_alive
 
 ALIVE_EVERY_S = 1.0  # how soon an exit is seen
@@ -89,6 +89,8 @@ class WorkerLook:
             self._log_read_at = now.timestamp()
             for identifier, (path, _) in newest.items():
                 progress[identifier] = progress_from_log(path, 0)
+        if rows and self.request.report_pushback:
+            self._look_at_connections(list(rows.values()), progress, now)
         if progress:
             moved = any(pulse.progress.get(i) != p for i, p in progress.items())
             pulse.progress.update(progress)
@@ -97,6 +99,22 @@ class WorkerLook:
                 pulse.moved_at = now
         pulse.at = now
         return pulse
+
+    def _look_at_connections(
+        self, rows: list[dict], progress: dict[str, Progress], now: datetime
+    ) -> None:
+        pulse = self.pulse
+        retries, limit, ceiling = connections_of(self.request.worker.socket, rows)
+        if retries is None:
+            return
+        new_retries = pulse.rate_limit_retries is not None and retries > pulse.rate_limit_retries
+        pulse.rate_limit_retries, pulse.connection_limit = retries, limit
+        pulse.connection_ceiling = ceiling
+        in_flight = sum(p.in_flight for p in progress.values())
+        if saturated(pulse, in_flight, new_retries):
+            pulse.saturated_since = pulse.saturated_since or now
+        else:
+            pulse.saturated_since = None
 
     def ended(self) -> WorkerEnd:
         """How the exited process ended: its exit code or signal, and its tasks' newest logs."""
@@ -183,6 +201,7 @@ async def watch_worker(request: WatchRequest) -> WorkerEnd:
     watcher = WorkerLook(request, _resumed_pulse())
     looked_at = 0.0
     loop = asyncio.get_running_loop()
+    started, reported = datetime.now(UTC), request.rate_limit_reported
     while True:
         if not watcher.alive():
             return await asyncio.to_thread(watcher.ended)
@@ -198,6 +217,10 @@ async def watch_worker(request: WatchRequest) -> WorkerEnd:
                 request.hang_reported,
                 request.complete_reported,
             )
+            if end is None:
+                # Counted from the first reading when the run had none to give.
+                reported = pulse.rate_limit_retries if reported is None else reported
+                end = judge_connections(pulse, request, reported, started, datetime.now(UTC))
             if end is not None and watcher.alive():
                 return end
         await asyncio.sleep(ALIVE_EVERY_S)

@@ -65,9 +65,16 @@ class WatchRequest(BaseModel):
     # the worker showed life since (it recovered, then hung anew).
     hang_reported: datetime | None = None
     complete_reported: bool = False  # the run heard its tasks' logs are success
+    # budget-v1: report the worker's rate-limit pushback (and, once a budget was lowered, a
+    # controller held at its ceiling while more waits), so the run retunes the shared budget
+    # now, not at its next timer.
+    report_pushback: bool = False
+    report_saturated: bool = False
+    rate_limit_reported: int | None = None  # its cumulative rate-limit retries last reported
 
 
-WatchEnd = Literal["exited", "complete", "hung", "lingering"]
+WatchEnd = Literal["exited", "complete", "hung", "lingering", "pushback", "saturated"]
+CONNECTION_ENDS = ("pushback", "saturated")  # the worker lives on: the run watches it again
 
 
 class WorkerEnd(BaseModel):
@@ -83,6 +90,7 @@ class WorkerEnd(BaseModel):
     log_status: dict[str, str | None] = Field(default_factory=dict)  # identifier -> newest log
     since: datetime | None = None  # hung / lingering: since when
     cause: str | None = None  # exited: the exception line its own log ends with, if any
+    rate_limit_retries: int | None = None  # pushback / saturated: its cumulative count now
 
 
 class WorkspaceWrite(BaseModel):

@@ -111,6 +111,13 @@ def _retunes(
     ]
 
 
+def watch_reports(state: RunState, worker_id: str) -> tuple[bool, bool]:
+    """What a worker's watch reports of its connections: pushback when a budget covers its
+    tasks, and saturation once that budget was lowered (to raise it back when it can)."""
+    budget = budget_of(state, _worker_tasks(state, worker_id))
+    return budget is not None, budget is not None and budget.learned
+
+
 def size_starting_setpoints(state: RunState) -> list[RunEvent]:
     """With a learned budget, tasks not yet started begin within their share of it."""
     events = []

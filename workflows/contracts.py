@@ -107,6 +107,13 @@ class WorkerPulse(BaseModel):
     answered_at: datetime | None = None  # when the control socket last answered
     logged_at: datetime | None = None  # newest write to one of its tasks' logs
     success_at: datetime | None = None  # when every task's newest log was first seen success
+    # Its connections (when the watch reads them): cumulative rate-limit retries of the
+    # process, its controllers' lowest live limit and highest ceiling, and since when it has
+    # been held at its ceiling, clean, with more samples waiting than connections.
+    rate_limit_retries: int | None = None
+    connection_limit: int | None = None
+    connection_ceiling: int | None = None
+    saturated_since: datetime | None = None
 
 
 class TaskObservation(BaseModel):

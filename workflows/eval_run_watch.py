@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from .activity_io import WatchRequest, WorkerEnd
+    from . import connection_plan
+    from .activity_io import CONNECTION_ENDS, WatchRequest, WorkerEnd
     from .contracts import TERMINAL_PHASES
     from .decisions import Anomaly
     from .eval_run_context import RunContext
@@ -50,10 +51,16 @@ def watch_all(ctx: RunContext) -> None:
 async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
     hang_reported: datetime | None = None
     complete_reported = False
+    rate_limit_reported: int | None = None
     while ctx.state.phase not in TERMINAL_PHASES:
         worker = ctx.state.workers.get(worker_id)
         if worker is None:
             return
+        pushback, saturation = (
+            connection_plan.watch_reports(ctx.state, worker_id)
+            if ctx.patches.budget
+            else (False, False)
+        )
         end: WorkerEnd = await ctx.activity(
             Activity.WATCH_WORKER,
             WatchRequest(
@@ -62,6 +69,9 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
                 limits=ctx.settings.watch,
                 hang_reported=hang_reported,
                 complete_reported=complete_reported,
+                report_pushback=pushback,
+                report_saturated=saturation,
+                rate_limit_reported=rate_limit_reported,
             ),
             result_type=WorkerEnd,
             timeout=WATCH_LIFETIME,
@@ -77,6 +87,8 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
             return
         if end.kind == "complete":
             complete_reported = True  # the tend marks its tasks complete; watch on for the exit
+        elif end.kind in CONNECTION_ENDS:
+            rate_limit_reported = end.rate_limit_retries  # the tend retunes the budget
         else:
             hang_reported = end.since  # reported; another hang needs a sign of life first
 

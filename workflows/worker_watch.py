@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .activity_io import WatchEnd, WorkerEnd
+from .activity_io import WatchEnd, WatchRequest, WorkerEnd
 from .contracts import RunState, RunStatus, WatchLimits, WorkerProcess, WorkerPulse
 from .decisions import LOG_VERDICTS
 from .options import format_duration
@@ -35,6 +35,51 @@ def last_sign_of_life(pulse: WorkerPulse, worker: WorkerProcess) -> datetime:
 
 
 COMPLETE_GRACE_S = 3.0
+# Each connection report is a tend: a watch reports pushback no sooner than this after it
+# started (the run's retune takes a moment to show), and saturation held this long.
+PUSHBACK_REPORT_AFTER_S = 5.0
+SATURATED_REPORT_AFTER_S = 10.0
+AT_CEILING = 0.95  # a controller this close to its ceiling stands at it
+
+
+def saturated(pulse: WorkerPulse, in_flight: int, new_retries: bool) -> bool:
+    """Its controller stands at its ceiling, clean, with more samples in flight than
+    connections (they wait for one): the budget may be too small."""
+    limit, ceiling = pulse.connection_limit, pulse.connection_ceiling
+    return (
+        limit is not None
+        and ceiling is not None
+        and not new_retries
+        and limit >= AT_CEILING * ceiling
+        and in_flight > limit
+    )
+
+
+def judge_connections(
+    pulse: WorkerPulse,
+    request: WatchRequest,
+    reported: int | None,
+    started: datetime,
+    now: datetime,
+) -> WorkerEnd | None:
+    """Whether the run should retune the shared budget now: new rate-limit pushback since the
+    last report (`reported`), or a controller held saturated at its ceiling."""
+    retries, worker = pulse.rate_limit_retries, request.worker
+    watched = (now - started).total_seconds()
+    if retries is None or reported is None:
+        return None
+    if request.report_pushback and retries > reported and watched >= PUSHBACK_REPORT_AFTER_S:
+        end = _end(worker, "pushback", now, now, f"{retries - reported} rate-limit retries")
+        return end.model_copy(update={"rate_limit_retries": retries})
+    held = pulse.saturated_since
+    if (
+        request.report_saturated
+        and held is not None
+        and min(watched, (now - held).total_seconds()) >= SATURATED_REPORT_AFTER_S
+    ):
+        end = _end(worker, "saturated", now, held, "its connections are all in use, clean")
+        return end.model_copy(update={"rate_limit_retries": retries})
+    return None
 
 
 def judge(

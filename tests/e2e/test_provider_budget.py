@@ -104,3 +104,33 @@ def test_the_fleet_shares_one_budget_learns_from_pushback_and_the_next_run_start
     assert sum(_ceilings(steward.state(second)).values()) <= budget["limit"]
     steward.ok("cancel", cwd=second)
     replay(fetch_history(steward, "steward-provider-budgets"), record_as="provider_ledger_v1")
+
+
+def test_pushback_lowers_the_budget_at_once_and_room_raises_it_again_without_a_tend_asked(
+    steward, workspace_root, simulator
+):
+    # The timer is an hour away and nobody runs `steward tend`: the watches' reports tend.
+    httpx.post(f"{simulator}/admin/config", json={"concurrency": 30, "latency": 0.5})
+    workspace = _launch(steward, workspace_root, simulator, "evented")
+    endpoint = f"openai-api/sim {simulator}/v1"
+
+    def journalled(event: str) -> list[dict]:
+        return [e for e in read_journal(workspace) if e["event"] == event]
+
+    wait_for(
+        lambda: journalled("connection budget lowered"),
+        timeout=120,
+        what="a worker's pushback to lower the budget by itself",
+    )
+    assert steward.state(workspace)["providers"][endpoint]["limit"] < 100
+    # The provider now has room: workers held at their ceilings ask, and the budget climbs.
+    httpx.post(f"{simulator}/admin/config", json={"concurrency": 400, "latency": 0.5})
+    [raised, *_] = wait_for(
+        lambda: journalled("connection budget raised"),
+        timeout=120,
+        what="saturated workers to raise the budget by themselves",
+    )
+    assert raised["limit"] > raised["previous"] and raised["endpoint"] == endpoint
+    state = steward.state(workspace)
+    assert sum(_ceilings(state).values()) <= state["providers"][endpoint]["limit"]
+    steward.ok("cancel", cwd=workspace)

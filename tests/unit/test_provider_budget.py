@@ -270,3 +270,15 @@ def test_a_scan_of_a_few_transcripts_takes_no_more_than_it_needs_and_workers_spa
     assert share == 6
     plan = connection_plan.plan_spawns(state, [[state.task("id-b")]])
     assert plan.spawns[0].ceiling == 50  # its demand: 50 samples at once, within 100 - 6
+
+
+def test_a_watch_reports_pushback_under_a_budget_and_saturation_once_one_was_learned():
+    budget = provider_budget.seeded("e", [SIM], None)
+    state = _state(["a"], budget)
+    assert connection_plan.watch_reports(state, "w-a") == (True, False)
+    provider_budget.apply_move(
+        budget, provider_budget.BudgetMove(kind="lowered", limit=60, previous=100)
+    )
+    assert connection_plan.watch_reports(state, "w-a") == (True, True)
+    unbudgeted = _state(["a"], None)
+    assert connection_plan.watch_reports(unbudgeted, "w-a") == (False, False)

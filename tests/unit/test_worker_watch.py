@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from activities.options import OptionsError, load_options
 from workflows import decisions, rulings, worker_watch
+from workflows.activity_io import WatchRequest
 from workflows.contracts import (
     Notice,
     Progress,
@@ -159,6 +160,55 @@ def test_a_lingering_candidate_is_never_called_hung():
         assert judge(candidate, worker(), limits, at(50_000), complete_reported=True) is None
         end = judge(candidate, worker(), limits, at(50_000))
         assert end is not None and end.kind == "complete"
+
+
+# ---------------------------------------------------------------- judge: connections
+def _connections_request(pushback: bool = True, saturation: bool = True) -> WatchRequest:
+    return WatchRequest(
+        worker=worker(), log_dir="/tmp", report_pushback=pushback, report_saturated=saturation
+    )
+
+
+def test_new_rate_limit_retries_are_reported_once_the_watch_has_run_a_moment():
+    request, beat = _connections_request(), pulse(rate_limit_retries=7)
+    assert worker_watch.judge_connections(beat, request, 7, T0, at(60)) is None  # none new
+    assert worker_watch.judge_connections(beat, request, 4, T0, at(2)) is None  # too soon
+    end = worker_watch.judge_connections(beat, request, 4, T0, at(5))
+    assert end is not None and end.kind == "pushback" and end.rate_limit_retries == 7
+    assert "3 rate-limit retries" in end.detail
+    quiet = _connections_request(pushback=False, saturation=False)
+    assert worker_watch.judge_connections(beat, quiet, 4, T0, at(60)) is None
+    unknown = pulse(rate_limit_retries=None)
+    assert worker_watch.judge_connections(unknown, request, 4, T0, at(60)) is None
+
+
+def test_saturation_held_is_reported_only_when_asked_for_and_long_enough():
+    beat = pulse(rate_limit_retries=3, saturated_since=at(0))
+    assert worker_watch.judge_connections(beat, _connections_request(), 3, T0, at(9)) is None
+    end = worker_watch.judge_connections(beat, _connections_request(), 3, T0, at(10))
+    assert end is not None and end.kind == "saturated" and end.since == at(0)
+    # A watch started later counts its own time (the run's retune had a moment to land).
+    assert worker_watch.judge_connections(beat, _connections_request(), 3, at(5), at(10)) is None
+    asked_not = _connections_request(saturation=False)
+    assert worker_watch.judge_connections(beat, asked_not, 3, T0, at(60)) is None
+
+
+@pytest.mark.parametrize(
+    ("limit", "ceiling", "in_flight", "new_retries", "expected"),
+    [
+        (20, 20, 45, False, True),  # at its ceiling, samples wait for connections
+        (19, 20, 45, False, True),  # within 5 % of it
+        (15, 20, 45, False, False),  # its controller is below its ceiling: it can climb
+        (20, 20, 20, False, False),  # nothing waits
+        (20, 20, 45, True, False),  # pushed back: not clean
+        (None, None, 45, False, False),  # not adaptive
+    ],
+)
+def test_saturated_means_at_the_ceiling_clean_with_samples_waiting(
+    limit, ceiling, in_flight, new_retries, expected
+):
+    beat = pulse(connection_limit=limit, connection_ceiling=ceiling)
+    assert worker_watch.saturated(beat, in_flight, new_retries) is expected
 
 
 # ---------------------------------------------------------------- live progress
