@@ -13,7 +13,8 @@ controllers' ceilings never exceeds it.
   each share is at least one connection. A new worker starts at its share of what the run
   knows the provider allows (`start`), with its share of `limit` as its ceiling.
 * **Learning.** Rate-limit pushback in any worker lowers the budget for all: to the sum of the
-  controllers' live limits (they already fell), or by a tenth if none fell yet. Windows in which
+  controllers' live limits (they already fell), but by a tenth at most per tend (their burst
+  of cuts undershoots the provider's limit; more pushback soon lowers it again). Windows in which
   every controller stood at its ceiling, saturated and clean, raise it by a tenth. A lowered
   budget is learned: it is what the next run against the endpoint starts from.
 * **Starting setpoints.** With a learned budget the tasks' starting sample concurrency is sized
@@ -149,11 +150,14 @@ def adjust(budget: ProviderBudget, workers: dict[str, WorkerConnections]) -> Bud
     if any(w.pushback for w in workers.values()):
         live = [w.live_limit for w in workers.values() if w.live_limit is not None]
         fell_to = sum(live) if len(live) == len(workers) else None
-        if fell_to is not None and fell_to < previous:
+        # At most a tenth a tend: the controllers have just cut themselves (x0.8 each, in
+        # bursts), so their sum undershoots what the provider allows; pushback is an event,
+        # so repeated pushback soon brings the budget down further.
+        cut = int(previous * CUT_WHEN_NONE_FELL)
+        if fell_to is not None and cut <= fell_to < previous:
             lowered, why = fell_to, f"rate-limit pushback; the controllers fell to {fell_to}"
         else:
-            lowered = int(previous * CUT_WHEN_NONE_FELL)
-            why = "rate-limit pushback"
+            lowered, why = cut, "rate-limit pushback"
         lowered = max(floor, min(previous - 1, lowered))
         if lowered >= previous:
             return unchanged.model_copy(update={"reason": why})

@@ -73,6 +73,12 @@ def test_pushback_in_any_worker_lowers_the_budget_for_all_to_where_the_controlle
     assert budget.learned and budget.start == 90 and budget.pushbacks == 1
 
 
+def test_a_budget_falls_by_a_tenth_at_most_per_tend_however_far_the_controllers_fell():
+    budget = ProviderBudget(endpoint="e", limit=100, shares={"a": 50, "b": 50})
+    move = provider_budget.adjust(budget, {"a": _seen(30, pushback=True), "b": _seen(30)})
+    assert (move.kind, move.limit) == ("lowered", 90)
+
+
 def test_pushback_before_any_controller_fell_still_lowers_the_budget():
     budget = ProviderBudget(endpoint="e", limit=100, shares={"a": 50, "b": 50})
     move = provider_budget.adjust(budget, {"a": _seen(50, pushback=True), "b": _seen(50)})
