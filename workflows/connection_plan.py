@@ -86,6 +86,23 @@ def scan_share(state: RunState) -> tuple[int | None, list[SetpointChange]]:
     return None, []
 
 
+def share_beside_scan(state: RunState, logs: list[str]) -> int | None:
+    """A second scan, of `logs`, beside one that runs (scan-pair-v1): the connections the
+    budget has left over the running scan's and any live worker's (None: no budget covers
+    these logs, or nothing is left). The running scan keeps what it has."""
+    models = {t.spec.model for t in state.tasks if t.log in logs}
+    for budget in state.providers.values():
+        if not models & set(budget.models):
+            continue
+        held = sum(budget.shares.get(w, 0) for w in _live(state, budget))
+        left = budget.limit - held - budget.shares.get(SCAN, 0)
+        if left < 1:
+            return None
+        budget.shares[SCAN] = budget.shares.get(SCAN, 0) + left
+        return left
+    return None
+
+
 def _retunes(
     state: RunState,
     budget: ProviderBudget,

@@ -83,13 +83,18 @@ async def rebalance(
         await _exchange(ctx, plan.learned)
 
 
-async def make_room_for_scan(ctx: RunContext) -> int | None:
+async def make_room_for_scan(ctx: RunContext, beside: list[str] | None = None) -> int | None:
     """The scan about to start holds its share of the budget (the whole of it once no eval
-    work is left): the workers make room first. The share, or None (no budget applies)."""
-    share, changes = connection_plan.scan_share(ctx.state)
-    await _apply(ctx, changes)
+    work is left): the workers make room first. `beside`: the logs of a second scan beside a
+    running one, which gets what the budget has left. The share, or None (no budget applies)."""
+    if beside is not None:
+        share = connection_plan.share_beside_scan(ctx.state, beside)
+    else:
+        share, changes = connection_plan.scan_share(ctx.state)
+        await _apply(ctx, changes)
     if share is not None:
-        ctx.journal("scan connections", connections=share)
+        extra = {"beside_a_scan": True} if beside is not None else {}
+        ctx.journal("scan connections", connections=share, **extra)
     return share
 
 

@@ -55,6 +55,7 @@ class Patches:
     budget: bool  # one connection budget per provider, shared by the run's workers
     handover: bool  # a continue-as-new between tends does not tend on arrival unless one is due
     settle: bool  # a signoff waits for the scan of logs completed since the last tend, too
+    scan_pair: bool  # once eval work ends, a second scan runs beside one started narrow
 
     @classmethod
     def read(cls) -> Patches:
@@ -70,6 +71,7 @@ class Patches:
             budget=workflow.patched("budget-v1"),
             handover=workflow.patched("handover-v1"),
             settle=workflow.patched("settle-v1"),
+            scan_pair=workflow.patched("scan-pair-v1"),
         )
 
     @staticmethod
@@ -91,6 +93,7 @@ class RunContext:
         self.watches: dict[str, asyncio.Task[None]] = {}  # worker id -> its watch loop
         self.worker_ends: list[WorkerEnd] = []  # what the watches reported since the last tend
         self.scanning = False  # the integrity scan runs (a signoff waits for it)
+        self.scans_running = 0  # scan-pair-v1: how many (a second may run beside the first)
         self.scan_job: asyncio.Task[None] | None = None  # scan-v2: the scan beside the run
         self.scan_outcomes: list[Any] = []  # scan-v2: finished scans the next tend takes in
 

@@ -5,8 +5,11 @@ tend.
 The tend starts a scan of the complete logs not scanned yet when none is running (`start`); the
 scan runs beside the run (an asyncio task of the workflow, like the watches) and its end wakes
 the run; the next tend takes its findings in (`take_in`) and starts the next scan for what
-completed meanwhile. A signoff waits for a running scan and takes its findings in first. Runs
-recorded before `scan-v2` scan inside the tend once every task is settled (eval_run_triage.scan).
+completed meanwhile. A scan started while tasks still ran holds only a share of the provider
+budget; once no eval work is left, what completed since is scanned beside it with the rest of the
+budget (`scan-pair-v1`), not after it. A signoff waits for the running scans and takes their
+findings in first. Runs recorded before `scan-v2` scan inside the tend once every task is settled
+(eval_run_triage.scan).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ with workflow.unsafe.imports_passed_through():
     from .layout import scans_dir_of
     from .names import Activity
 
+MAX_SCANS = 2  # at once: the first, and one beside it once eval work has ended
+
 
 class ScanOutcome(BaseModel):
     logs: list[str]
@@ -36,20 +41,41 @@ class ScanOutcome(BaseModel):
     problem: str | None = None
 
 
-async def start(
-    ctx: RunContext, room: Callable[[RunContext], Awaitable[int | None]] | None = None
-) -> None:
-    """Scan the complete logs not scanned yet, unless a scan runs or waits to be taken in.
-    `room` (budget-v1) makes room in the provider budget and says how many connections the
-    scan may hold."""
+async def start(ctx: RunContext, room: Callable[..., Awaitable[int | None]] | None = None) -> None:
+    """Scan the complete logs not scanned yet, unless a scan waits to be taken in; while one
+    runs, only a second one beside it (`_start_beside`). `room` (budget-v1) makes room in the
+    provider budget and says how many connections the scan may hold."""
     state = ctx.state
-    if ctx.scanning or ctx.scan_outcomes:
+    if ctx.scan_outcomes:
+        return
+    if ctx.scanning:
+        await _start_beside(ctx, room)
         return
     logs = policy.unscanned_logs(state)
     if not logs:
         return
-    ctx.scanning, state.scanning_logs = True, list(logs)
+    ctx.scanning, state.scanning_logs, ctx.scans_running = True, list(logs), 1
     connections = await room(ctx) if room is not None else None
+    ctx.scan_job = asyncio.create_task(_scan(ctx, logs, connections))
+
+
+async def _start_beside(ctx: RunContext, room: Callable[..., Awaitable[int | None]] | None) -> None:
+    """scan-pair-v1: a scan started while tasks still ran holds only a share of the budget,
+    and scout cannot widen a running scan. Once no eval work is left, the logs completed since
+    are scanned beside it with what the budget has left, instead of waiting for it."""
+    state = ctx.state
+    if not ctx.patches.scan_pair or room is None or ctx.scans_running >= MAX_SCANS:
+        return
+    if policy.open_tasks(state):
+        return
+    logs = [log for log in policy.unscanned_logs(state) if log not in state.scanning_logs]
+    if not logs:
+        return
+    connections = await room(ctx, logs)
+    if not connections:
+        return  # the budget has nothing left: they wait for the running scan
+    ctx.scans_running += 1
+    state.scanning_logs = [*state.scanning_logs, *logs]
     ctx.scan_job = asyncio.create_task(_scan(ctx, logs, connections))
 
 
@@ -86,7 +112,9 @@ async def _scan(ctx: RunContext, logs: list[str], connections: int | None) -> No
     except ActivityError as err:
         outcome = ScanOutcome(logs=logs, problem=cause_of(err))
     ctx.scan_outcomes.append(outcome)
-    ctx.scanning, ctx.wake = False, True
+    ctx.scans_running = max(0, ctx.scans_running - 1)
+    ctx.scanning = ctx.scans_running > 0 if ctx.patches.scan_pair else False
+    ctx.wake = True
 
 
 async def wait_for_scan(ctx: RunContext) -> None:
@@ -113,7 +141,10 @@ def take_in(ctx: RunContext, summary: TendSummary) -> list[Anomaly]:
     """The finished scans' findings as anomalies (the caller files them); the logs they read
     count as scanned; a failed scan is journalled once per reason and tried again."""
     state, anomalies = ctx.state, []
-    if ctx.scan_outcomes:
+    if ctx.scan_outcomes and ctx.patches.scan_pair:
+        done = {log for outcome in ctx.scan_outcomes for log in outcome.logs}
+        state.scanning_logs = [log for log in state.scanning_logs if log not in done]
+    elif ctx.scan_outcomes:
         state.scanning_logs = []
     for outcome in ctx.scan_outcomes:
         if outcome.problem is not None:

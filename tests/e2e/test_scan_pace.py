@@ -94,3 +94,57 @@ def test_a_complete_task_is_scanned_while_another_runs(steward, workspace_root):
 
     history = fetch_history(steward, launched["workflow_id"], status["run_id"])
     replay(history, record_as="eval_run_scan_v2_beside_the_run")
+
+
+def test_what_completes_during_a_narrow_scan_is_scanned_beside_it(steward, workspace_root):
+    # quick's scan starts while slow runs, with a share of the budget, and a scanner that
+    # waits for the test keeps it running; slow completes meanwhile and its log does not wait
+    # for the narrow scan: it is scanned beside it with what the budget has left.
+    workspace = _workspace(steward, workspace_root)
+    (workspace / ".env").write_text("")  # nothing flagged: the signoff needs no ruling
+    hold_scan = workspace / "hold-scan"
+    hold_scan.write_text("held by the test\n")
+    (workspace / "held_scanner.py").write_text(HELD_SCANNER.format(hold=str(hold_scan)))
+    with open(workspace / "_steward.yaml", "a") as handle:
+        handle.write("scanners: [held_scanner.py@held]\n")
+    launched = steward.ok("launch", cwd=workspace)
+
+    def journalled(event: str) -> list[dict]:
+        return [e for e in read_journal(workspace) if e["event"] == event]
+
+    wait_for(lambda: journalled("scan connections"), timeout=120, what="quick's scan")
+    (workspace / "hold-slow").unlink()
+    [first, beside] = wait_for(
+        lambda: len(journalled("scan connections")) == 2 and journalled("scan connections"),
+        timeout=120,
+        what="slow's scan beside quick's",
+    )
+    assert "beside_a_scan" not in first and beside["beside_a_scan"] is True
+    assert not _scans(workspace)  # both still run: neither waited for the other
+    assert len(steward.state(workspace)["scanning_logs"]) == 2
+    hold_scan.unlink()
+    status = steward.wait_phase(workspace, {"finished"})
+    assert steward.ok("signoff", "--by", "norah", cwd=workspace)["by"] == "norah"
+    assert sorted(s["logs"] for s in _scans(workspace)) == [1, 1]
+    history = fetch_history(steward, launched["workflow_id"], status["run_id"])
+    replay(history, record_as="eval_run_scan_pair_v1_beside")
+
+
+HELD_SCANNER = """
+import asyncio
+from pathlib import Path
+
+from inspect_scout import Result, Scanner, Transcript, scanner
+
+HOLD = Path({hold!r})
+
+
+@scanner(messages="all")
+def held() -> Scanner[Transcript]:
+    async def scan(transcript: Transcript) -> Result:
+        while HOLD.exists():
+            await asyncio.sleep(0.2)
+        return Result(value=False, explanation="released by the test")
+
+    return scan
+"""

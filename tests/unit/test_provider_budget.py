@@ -288,3 +288,17 @@ def test_a_watch_reports_pushback_under_a_budget_and_saturation_once_one_was_lea
     assert connection_plan.watch_reports(state, "w-a") == (True, True)
     unbudgeted = _state(["a"], None)
     assert connection_plan.watch_reports(unbudgeted, "w-a") == (False, False)
+
+
+def test_a_second_scan_beside_a_narrow_one_gets_what_the_budget_has_left():
+    budget = ProviderBudget(endpoint="e", models=[SIM], limit=80, shares={"w-b": 60, "scan": 20})
+    state = _state(["a", "b"], budget)
+    _scanning(state, "a", 500)
+    later = state.task("id-b")
+    later.phase, later.worker_id, later.log = "complete", None, "/logs/b.eval"
+    state.workers.pop("w-b")
+    assert connection_plan.share_beside_scan(state, [later.log]) == 60
+    assert budget.shares["scan"] == 80  # both scans: the first 20, the second 60
+    # Nothing left, or logs no budget covers: no second scan.
+    assert connection_plan.share_beside_scan(state, [later.log]) is None
+    assert connection_plan.share_beside_scan(state, ["/logs/unknown.eval"]) is None
