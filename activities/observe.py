@@ -109,8 +109,9 @@ def connections_of(socket: str, rows: list[dict]) -> tuple[int | None, int | Non
     except (httpx.HTTPError, ValueError, AttributeError):
         throughput = None
     models = {row.get("model") for row in rows}
-    counts = [_rate_limit_retries(throughput, model) for model in sorted(models, key=str)]
-    retries = None if throughput is None else sum(c or 0 for c in counts)
+    retries = (
+        None if throughput is None else sum(_rate_limit_retries(throughput, m) or 0 for m in models)
+    )
     limits, ceilings = [], []
     for row in rows:
         try:

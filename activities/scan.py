@@ -126,10 +126,10 @@ def scan_transcripts(
         if shard is not None:
             mine = shard_ids([str(path) for path in paths], shard)
             if mine is None and shard[0] > 0:
-                continue  # the first shard scans logs without uuids whole
-            if mine is not None:
-                if not mine:
-                    continue
+                continue  # logs without uuids: the first shard scans them whole
+            if mine == []:
+                continue  # more shards than transcripts
+            if mine:
                 transcripts = transcripts.where(log_columns.transcript_id.in_(mine))
         status = scan(
             scanners_by_name,

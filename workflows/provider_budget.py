@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 ONE_PROCESS_START = 20
 ONE_PROCESS_CEILING = 100
 INSPECT_MIN = 10  # the controller's default floor (clamped to the ceiling)
-CUT_WHEN_NONE_FELL = 0.9
+MOST_CUT_PER_TEND = 0.9  # a pushback tend lowers a budget by a tenth at most
 GROWTH = 0.1
 AT_CEILING = 0.95  # a controller this close to its ceiling wants more
 
@@ -153,7 +153,7 @@ def adjust(budget: ProviderBudget, workers: dict[str, WorkerConnections]) -> Bud
         # At most a tenth a tend: the controllers have just cut themselves (x0.8 each, in
         # bursts), so their sum undershoots what the provider allows; pushback is an event,
         # so repeated pushback soon brings the budget down further.
-        cut = int(previous * CUT_WHEN_NONE_FELL)
+        cut = int(previous * MOST_CUT_PER_TEND)
         if fell_to is not None and cut <= fell_to < previous:
             lowered, why = fell_to, f"rate-limit pushback; the controllers fell to {fell_to}"
         else:

@@ -26,6 +26,7 @@ from .activity_io import WatchEnd, WatchRequest, WorkerEnd
 from .contracts import RunState, RunStatus, WatchLimits, WorkerProcess, WorkerPulse
 from .decisions import LOG_VERDICTS
 from .options import format_duration
+from .provider_budget import AT_CEILING
 
 
 def last_sign_of_life(pulse: WorkerPulse, worker: WorkerProcess) -> datetime:
@@ -39,7 +40,6 @@ COMPLETE_GRACE_S = 3.0
 # started (the run's retune takes a moment to show), and saturation held this long.
 PUSHBACK_REPORT_AFTER_S = 5.0
 SATURATED_REPORT_AFTER_S = 10.0
-AT_CEILING = 0.95  # a controller this close to its ceiling stands at it
 
 
 def saturated(pulse: WorkerPulse, in_flight: int, new_retries: bool) -> bool:
