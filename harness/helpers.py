@@ -325,12 +325,17 @@ def ramp_seen(steward: Steward, workspace: Path, name: str) -> str:
     """What a ramp test saw of one task when its wait ran out: the setpoint, the worker's last
     concurrency reading, the attempts, and the run's last journal events."""
     task = steward.task(workspace, name)
-    reading = task.get("ramp") or {}
-    tail = [e["event"] for e in read_journal(workspace)[-6:]]
+    reading = task.get("ramp_baseline") or {}
+    told = ("previous", "setpoint", "reason", "limit", "connections")
+    tail = [
+        (e["event"], {k: v for k, v in e.get("data", e).items() if k in told})
+        for e in read_journal(workspace)
+        if e["event"] != "tend"
+    ][-8:]
     return (
-        f"max_samples={task['max_samples']} attempts={task['attempts']} "
+        f"max_samples={task['max_samples']} attempts={task['attempts']} phase={task['phase']} "
         f"in_flight={reading.get('in_flight')} setpoint={reading.get('setpoint')} "
-        f"counters={reading.get('counters')} journal tail={tail}"
+        f"counters={reading.get('counters')} progress={task['progress']} journal tail={tail}"
     )
 
 

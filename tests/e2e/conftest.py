@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -59,9 +60,26 @@ def _reap_leftovers(data_dir: Path) -> None:
             pass
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item.call_failed = report.failed
+    return report
+
+
 @pytest.fixture
-def workspace_root(tmp_path: Path) -> Path:
-    return tmp_path
+def workspace_root(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    yield tmp_path
+    # A test that failed half-way leaves its runs going on the session's server; cancel them so
+    # their workers do not load the tests that come after it (a passing test ends its own).
+    if getattr(request.node, "call_failed", False) and "steward" in request.fixturenames:
+        runner: Steward = request.getfixturevalue("steward")
+        for options in tmp_path.rglob("_steward.yaml"):
+            try:
+                runner("cancel", "--reason", "the test failed", cwd=options.parent, timeout=60)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 @pytest.fixture

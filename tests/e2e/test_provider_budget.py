@@ -29,6 +29,37 @@ def _ceilings(state: dict) -> dict[str, int]:
     return ceilings
 
 
+def _connections_seen(steward, workspace, endpoint: str) -> str:
+    """What a budget test saw when its wait ran out: the budget, each worker's controllers
+    (limit of ceiling) and samples in flight, and the run's last budget and ramp events."""
+    state = steward.state(workspace)
+    workers = {}
+    for worker_id, worker in state["workers"].items():
+        transport = httpx.HTTPTransport(uds=worker["socket"])
+        with httpx.Client(transport=transport, base_url="http://inspect") as client:
+            try:
+                rows = client.get("/tasks", timeout=5).json()
+                configs = [
+                    client.get(f"/tasks/{r['task_id']}/config", timeout=5).json() for r in rows
+                ]
+            except httpx.HTTPError as error:
+                workers[worker_id] = repr(error)
+                continue
+        workers[worker_id] = [
+            (
+                r["samples"].get("in_flight"),
+                [(a["limit"], a["max"]) for a in c.get("adaptive") or []],
+            )
+            for r, c in zip(rows, configs, strict=True)
+        ]
+    events = [
+        {k: v for k, v in e.items() if k not in ("seq", "endpoint")}
+        for e in read_journal(workspace)
+        if e["event"].startswith(("connection budget", "ramp", "watch", "worker"))
+    ]
+    return f"budget={state['providers'].get(endpoint)} workers={workers} events={events[-10:]}"
+
+
 def _launch(steward, root, simulator, name: str):
     workspace = make_workspace(
         steward,
@@ -127,8 +158,9 @@ def test_pushback_lowers_the_budget_at_once_and_room_raises_it_again_without_a_t
     httpx.post(f"{simulator}/admin/config", json={"concurrency": 400, "latency": 0.5})
     [raised, *_] = wait_for(
         lambda: journalled("connection budget raised"),
-        timeout=120,
+        timeout=240,
         what="saturated workers to raise the budget by themselves",
+        describe=lambda: _connections_seen(steward, workspace, endpoint),
     )
     assert raised["limit"] > raised["previous"] and raised["endpoint"] == endpoint
     state = steward.state(workspace)
