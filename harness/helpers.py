@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from harness import cli_zygote
 
 STEWARD = str(Path(sys.executable).parent / "steward")
 
@@ -35,7 +38,8 @@ class Result:
 
 
 class Steward:
-    """Runs the real CLI against this test session's embedded Temporal and worker."""
+    """Runs the real CLI against this test session's embedded Temporal and worker: each call
+    a process of its own, forked from one that has imported the CLI (harness/cli_zygote.py)."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
@@ -43,10 +47,13 @@ class Steward:
     def __call__(
         self, *args: str, cwd: Path | None = None, timeout: float = 180, env: dict | None = None
     ) -> Result:
+        environment = {**self.env, **(env or {})}
+        if not os.environ.get("STEWARD_TEST_SUBPROCESS"):
+            return Result(*cli_zygote.run(list(args), cwd, environment, timeout))
         done = subprocess.run(
             [STEWARD, *args],
             cwd=cwd,
-            env={**self.env, **(env or {})},
+            env=environment,
             capture_output=True,
             text=True,
             timeout=timeout,
