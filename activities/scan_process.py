@@ -24,6 +24,7 @@ from pathlib import Path
 from .forkserver import context, start
 from .tiktoken_offline import provide_encodings_or_warn
 
+EXIT_GRACE_S = 15.0  # for a child that has answered to exit before it is killed
 OUTPUT = "scan-process.log"  # the child's stdout and stderr, in the results directory
 
 _live: set[multiprocessing.process.BaseProcess] = set()
@@ -80,7 +81,12 @@ async def run_in_child(
         raise
     finally:
         receive.close()
-        await asyncio.to_thread(process.join)
+        # A child that answered but hangs on its way out must not hold the activity (and the
+        # signoff waiting for it): it has said all it had to.
+        await asyncio.to_thread(process.join, EXIT_GRACE_S)
+        if process.is_alive():
+            process.kill()
+            await asyncio.to_thread(process.join)
         _live.discard(process)
     return answer, "" if answer is not None else _last_line(cwd / OUTPUT)
 

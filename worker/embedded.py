@@ -35,8 +35,12 @@ def _seconds(variable: str, default: float) -> float:
         return default
 
 
-SERVER_START_TIMEOUT_S = _seconds("STEWARD_SERVER_START_TIMEOUT", 30.0)
-WORKER_START_TIMEOUT_S = _seconds("STEWARD_WORKER_START_TIMEOUT", 30.0)
+def server_start_timeout() -> float:
+    return _seconds("STEWARD_SERVER_START_TIMEOUT", 30.0)
+
+
+def worker_start_timeout() -> float:
+    return _seconds("STEWARD_WORKER_START_TIMEOUT", 30.0)
 
 
 class ServiceError(Exception):
@@ -224,7 +228,8 @@ def start_server(target: Target, ui_port: int) -> ServiceStatus:
     command += shlex.split(os.environ.get("STEWARD_TEMPORAL_DEV_ARGS", ""))
     process = _spawn_detached(command, "temporal")
     _write_pid("temporal", process.pid, address=target.address, ui_port=ui_port)
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    bound = server_start_timeout()
+    deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise ServiceError(
@@ -236,7 +241,7 @@ def start_server(target: Target, ui_port: int) -> ServiceStatus:
         time.sleep(0.2)
     _stop("temporal")
     raise ServiceError(
-        f"The Temporal dev server did not come up within {SERVER_START_TIMEOUT_S:.0f} s; "
+        f"The Temporal dev server did not come up within {bound:.0f} s; "
         f"see {_log_path('temporal')}."
     )
 
@@ -277,7 +282,8 @@ def start_worker(target: Target) -> ServiceStatus:
     ]
     process = _spawn_detached(command, "worker", env=dict(os.environ))
     _write_pid("worker", process.pid)
-    deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+    bound = worker_start_timeout()
+    deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
         if process.poll() is not None:
             _pid_path("worker").unlink(missing_ok=True)
@@ -288,7 +294,7 @@ def start_worker(target: Target) -> ServiceStatus:
             return worker_status()
         time.sleep(0.1)
     raise ServiceError(
-        f"The Steward worker did not connect within {WORKER_START_TIMEOUT_S:.0f} s; see {_log_path('worker')}."
+        f"The Steward worker did not connect within {bound:.0f} s; see {_log_path('worker')}."
     )
 
 

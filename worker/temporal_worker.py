@@ -107,6 +107,9 @@ async def serve(target: Target, ready_file: Path | None = None) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    # Async activities block in asyncio.to_thread (a watch's look, a scan waiting for its child):
+    # the default pool (cores + 4 threads) would make a scan wait behind a fleet's watches.
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=64, thread_name_prefix="to-thread"))
     with ThreadPoolExecutor(max_workers=32) as executor:
         workers = build_workers(client, executor)
         runs = [asyncio.create_task(w.run()) for w in workers]
