@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -69,6 +70,8 @@ def stop() -> None:
         _zygote.kill()
         _zygote.wait()
     _zygote = None
+    if _address is not None:
+        shutil.rmtree(Path(_address).parent, ignore_errors=True)
 
 
 def run(

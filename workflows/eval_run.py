@@ -143,14 +143,37 @@ class EvalRun:
             deadline = None
             if _history_full() and ctx.cancel is None:
                 # Tends driven by updates grow the history too: hand over between tends.
-                await workflow.wait_condition(
-                    lambda: workflow.all_handlers_finished() and not ctx.lock.locked()
-                )
+                if not await self._handlers_settled():
+                    continue  # a cancel came meanwhile: the loop carries it out first
+                if state.phase in TERMINAL_PHASES and ctx.patches.handler_tends:
+                    return  # a signoff that waited for a tend has ended the run
                 due = due or ctx.wake
                 workflow.continue_as_new(
                     ctx.input.model_copy(update={"state": state, "tend_due": due})
                 )
             due = due or not ctx.patches.handover
+
+    async def _handlers_settled(self) -> bool:
+        """Wait until no handler runs and no tend holds the lock, so the run can hand over.
+        With `handler-tends-v1` a handler may be waiting for a tend meanwhile (a signoff
+        waiting for the scan the next tend starts or takes in): the run tends when woken, and a
+        cancel ends the wait (False). Before it, both waited here for each other for ever."""
+        ctx = self._ctx
+
+        def idle() -> bool:
+            return workflow.all_handlers_finished() and not ctx.lock.locked()
+
+        if not ctx.patches.handler_tends:
+            await workflow.wait_condition(idle)
+            return True
+        while True:
+            await workflow.wait_condition(lambda: idle() or ctx.wake or ctx.cancel is not None)
+            if ctx.cancel is not None:
+                return False
+            if idle():
+                return True
+            ctx.wake = False
+            await self._tend_locked()
 
     async def _wait_for_next_tend(self, deadline: datetime | None = None) -> bool:
         """Until the timer fires (when one is due; at `deadline` if given), a command or a

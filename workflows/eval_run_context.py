@@ -56,6 +56,7 @@ class Patches:
     handover: bool  # a continue-as-new between tends does not tend on arrival unless one is due
     settle: bool  # a signoff waits for the scan of logs completed since the last tend, too
     scan_pair: bool  # once eval work ends, a second scan runs beside one started narrow
+    handler_tends: bool  # a full history still tends for a handler that waits for a tend
 
     @classmethod
     def read(cls) -> Patches:
@@ -72,6 +73,7 @@ class Patches:
             handover=workflow.patched("handover-v1"),
             settle=workflow.patched("settle-v1"),
             scan_pair=workflow.patched("scan-pair-v1"),
+            handler_tends=workflow.patched("handler-tends-v1"),
         )
 
     @staticmethod

@@ -142,6 +142,11 @@ def test_workers_that_die_at_once_say_why(steward, workspace_root):
     cause = (
         "FileNotFoundError: [Errno 2] No such file or directory: '/proc/forbidden/settings.json'"
     )
+    # The stalling tend's workspace write lands just after the state says stalled.
+    wait_for(
+        lambda: any(e.get("phase") == "stalled" for e in _events(workspace, "tend")),
+        what="the stalling tend's write",
+    )
 
     exited = _events(workspace, "worker exited")
     assert len(exited) == 2 and all(e.get("cause") == cause for e in exited), exited

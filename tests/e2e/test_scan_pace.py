@@ -4,6 +4,8 @@ scan has got, and a signoff after the last task waits for the last scan."""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.helpers import fetch_history, read_journal, replay, wait_for
@@ -128,6 +130,57 @@ def test_what_completes_during_a_narrow_scan_is_scanned_beside_it(steward, works
     assert sorted(s["logs"] for s in _scans(workspace)) == [1, 1]
     history = fetch_history(steward, launched["workflow_id"], status["run_id"])
     replay(history, record_as="eval_run_scan_pair_v1_beside")
+
+
+def _history_length(steward, workflow_id: str) -> int:
+    import asyncio
+
+    from temporalio.client import Client
+
+    async def go() -> int:
+        client = await Client.connect(f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}")
+        described = await client.get_workflow_handle(workflow_id).describe()
+        return described.raw_description.workflow_execution_info.history_length
+
+    return asyncio.run(go())
+
+
+def test_a_signoff_waiting_for_the_scan_when_the_history_fills_still_ends(steward, workspace_root):
+    # A full history makes the run hand over once no handler runs; a signoff waiting for the
+    # scan needs the tend that takes the scan in. The run used to wait for the signoff, and the
+    # signoff for the run, for ever (the e2e server suggests a handover after 150 events).
+    workspace = _workspace(steward, workspace_root)
+    (workspace / ".env").write_text("")
+    (workspace / "hold-slow").unlink()
+    hold_scan = workspace / "hold-scan"
+    hold_scan.write_text("held by the test\n")
+    (workspace / "held_scanner.py").write_text(HELD_SCANNER.format(hold=str(hold_scan)))
+    with open(workspace / "_steward.yaml", "a") as handle:
+        handle.write("scanners: [held_scanner.py@held]\n")
+    launched = steward.ok("launch", cwd=workspace)
+    steward.wait_phase(workspace, {"finished"})
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        signoff = pool.submit(steward, "signoff", "--by", "norah", "--json", cwd=workspace)
+        time.sleep(3)  # the signoff is in, waiting for the held scan
+        assert not signoff.done()
+        # Manual tends grow the history until the server suggests a handover.
+        wait_for(
+            lambda: (
+                steward.ok("tend", cwd=workspace)
+                and _history_length(steward, launched["workflow_id"]) > 160
+            ),
+            timeout=240,
+            interval=0.5,
+            what="the history to fill",
+        )
+        time.sleep(2)  # the run now waits to hand over
+        hold_scan.unlink()
+        result = signoff.result(timeout=150)
+    assert result.code == 0, result.stderr
+    assert result.json["by"] == "norah"
+    assert steward.status(workspace)["state"]["phase"] == "signed_off"
+    replay(fetch_history(steward, launched["workflow_id"]), record_as="eval_run_handler_tends_v1")
 
 
 HELD_SCANNER = """
