@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench bench-queue bench-react bench-ramp clean
+.PHONY: setup demo stop test test-fast lint bench bench-queue bench-react bench-ramp clean
 
 setup: $(STAMP)
 
@@ -24,7 +24,15 @@ demo: setup
 	cd $(DEMO) && ../$(BIN)/steward status --wait
 	cd $(DEMO) && ../$(BIN)/steward collect
 	cd $(DEMO) && ../$(BIN)/steward signoff --by demo
-	@echo "The signed-off workspace is in $(DEMO)/ (status.md, journal.jsonl, logs/)."
+	@echo
+	@echo "Web UI:    $$(cd $(DEMO) && ../$(BIN)/steward status --json | $(BIN)/python -c 'import json, sys; print(json.load(sys.stdin)["web_ui"])')"
+	@echo "Workspace: $(CURDIR)/$(DEMO) (status.md, journal.jsonl, logs/)"
+	@echo "Steward:   source $(VENV)/bin/activate   (puts steward on your PATH in this shell)"
+	@echo "Stop:      $(BIN)/steward stop   (or: make stop) stops the worker and the Temporal dev server"
+
+# Stop the services the demo (or any steward command) started: the worker, then the server.
+stop:
+	@if [ -x $(BIN)/steward ]; then $(BIN)/steward stop; else echo "Nothing installed yet."; fi
 
 # Tiers: unit (policy; activities on real files and fake servers; `make test-fast`, < 1 min),
 # integration (real Inspect processes, no Temporal) and e2e (a real Temporal dev server and

@@ -17,7 +17,7 @@ from workflows.options import format_duration, parse_duration
 
 from . import launching, render
 from .context import Context, ready_context
-from .output import CommandError, bad_input, command, console, emit
+from .output import CommandError, bad_input, command, console, emit, working
 from .params import ByOpt, JsonOpt, NoEnvCheckOpt, ReasonOpt, WorkspaceOpt, who
 from .run_calls import (
     current_status,
@@ -64,8 +64,10 @@ def tend(
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run one tend now and print what it did, and why the workspace was not written if it
-    was not."""
+    """Run one tend now and print what it did.
+
+    If the workspace could not be written, it says why.
+    """
     try:
         seconds = parse_duration(timeout)
     except ValueError as err:
@@ -83,7 +85,8 @@ def tend(
         # The summary does not say whether the workspace could be written; the state does.
         return summary, (await current_status(ctx)).state.workspace_problem
 
-    summary, problem = asyncio.run(tend_once())
+    with working("tending the run", as_json):
+        summary, problem = asyncio.run(tend_once())
     emit(
         as_json,
         {"ok": True, **summary.model_dump(mode="json"), "workspace_problem": problem},
@@ -170,7 +173,8 @@ def cancel(
             await handle.result()
         return await query_status(handle, ctx)
 
-    result = asyncio.run(stop())
+    with working("stopping the run's workers", as_json):
+        result = asyncio.run(stop())
     emit(
         as_json,
         {"ok": True, **result.model_dump(mode="json")},

@@ -65,8 +65,10 @@ def collect(
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Open decisions and every event since the cursor. Reading consumes nothing; it tells the
-    run an agent looked (agent items then stay the agent's for two more tends)."""
+    """Open decisions and every event since the cursor; reading consumes nothing.
+
+    It tells the run an agent looked (agent items then stay the agent's for two more tends).
+    """
     from worker.workspace import read_journal
 
     ctx = ready_context(workspace, quiet=as_json)
@@ -106,7 +108,7 @@ def collect(
 
 @command
 def signoff(
-    by: Annotated[str, typer.Option("--by", help="Who signs the run off (required).")] = "",
+    by: Annotated[str, typer.Option("--by", help="Who signs the run off.")],
     publish: Annotated[
         bool, typer.Option("--publish", help="Also copy the final logs into the log store.")
     ] = False,

@@ -19,8 +19,8 @@ from workflows.options import run_settings
 from . import launching, pools, render
 from .context import Context, load_context
 from .launching import LaunchPlan
-from .output import bad_input, command, console, emit
-from .params import ByOpt, DefinitionArg, JsonOpt, NoEnvCheckOpt, WorkspaceOpt, who
+from .output import bad_input, command, console, emit, working
+from .params import ByOpt, DefinitionArg, JsonOpt, NoEnvCheckOpt, PoolsChoice, WorkspaceOpt, who
 from .run_calls import current_status, update_run
 from .run_start import start_run
 
@@ -61,13 +61,13 @@ def launch(
     ] = False,
     no_env_check: NoEnvCheckOpt = False,
     docker_pools: Annotated[
-        str,
+        PoolsChoice,
         typer.Option(
             "--docker-pools",
             help="When Docker's address pools are too few for the run: ask (on a terminal; else "
             "decline), accept (merge the finer pools into daemon.json) or decline (print them).",
         ),
-    ] = "ask",
+    ] = PoolsChoice.ask,
     daemon_json: Annotated[
         Path | None, typer.Option("--daemon-json", help="The Docker daemon.json to advise on.")
     ] = None,
@@ -87,13 +87,11 @@ def launch(
         raise bad_input(
             f"The definition {ctx.workspace / definition} does not exist; create it or name another file."
         )
-    if docker_pools not in pools.CHOICES:
-        raise bad_input(
-            f"--docker-pools must be one of {', '.join(pools.CHOICES)}, not {docker_pools!r}."
-        )
     launching.refuse_unwritable(ctx)
-    ctx.ensure_services(quiet=as_json)
-    plan = launching.make_plan(ctx, definition)
+    with working("starting services", as_json) as say:
+        ctx.ensure_services(quiet=as_json)
+        say("capturing the definition's tasks")
+        plan = launching.make_plan(ctx, definition)
     launching.refuse_unwritable_log_dir(plan)
     document = plan.document()
     if dry_run:
@@ -107,10 +105,12 @@ def launch(
             raise bad_input(refusal)
     to_run = plan.to_run()
     if not no_env_check:
-        models = [t.model for t in plan.capture.tasks]
-        document["credentials"] = launching.check_credentials(ctx, models, as_json)
+        with working("checking the workers' credentials", as_json):
+            models = [t.model for t in plan.capture.tasks]
+            document["credentials"] = launching.check_credentials(ctx, models, as_json)
     if to_run and (smoke_only or (ctx.options.smoke and not no_smoke)):
-        document["smoke"] = launching.smoke(ctx, definition, to_run, accept or [], as_json)
+        with working(f"smoke run of {len(to_run)} task(s)", as_json):
+            document["smoke"] = launching.smoke(ctx, definition, to_run, accept or [], as_json)
     if smoke_only:
         emit(
             as_json,
@@ -118,22 +118,24 @@ def launch(
             lambda: console.print("Rehearsed; nothing was launched.", highlight=False),
         )
     elif plan.live is not None:
-        _relaunch(ctx, plan, document, who(by), as_json)
+        with working("committing the change to the live run", as_json):
+            _relaunch(ctx, plan, document, who(by), as_json)
     else:
-        status = asyncio.run(
-            start_run(
-                ctx,
-                definition,
-                run_settings(ctx.options),
-                who(by),
-                log_dir=plan.log_dir,
-                capture=plan.capture,
-                definition_hash=plan.definition_hash,
-                store_hits=plan.store_hits,
-                timer=not no_timer,
+        with working("starting the run and its task workers", as_json):
+            status = asyncio.run(
+                start_run(
+                    ctx,
+                    definition,
+                    run_settings(ctx.options),
+                    who(by),
+                    log_dir=plan.log_dir,
+                    capture=plan.capture,
+                    definition_hash=plan.definition_hash,
+                    store_hits=plan.store_hits,
+                    timer=not no_timer,
+                )
             )
-        )
-        _report_started(ctx, plan, status, document, docker_pools, daemon_json, as_json)
+        _report_started(ctx, plan, status, document, docker_pools.value, daemon_json, as_json)
 
 
 def _relaunch(

@@ -72,8 +72,67 @@ def server_start(as_json: JsonOpt = False) -> None:
 
 @command
 def server_stop(as_json: JsonOpt = False) -> None:
-    """Stop the embedded Temporal dev server (its SQLite file stays)."""
-    _stopped(as_json, embedded.stop_server())
+    """Stop the Steward worker, then the embedded Temporal dev server (its SQLite file stays).
+
+    The worker goes first, so it is never left polling a server that is gone.
+    """
+    worker, server = _stop_both()
+    emit(
+        as_json,
+        {"ok": True, "stopped": server, "worker_stopped": worker},
+        lambda: console.print(_stopped_text(worker, server)),
+    )
+
+
+@command
+def stop(as_json: JsonOpt = False) -> None:
+    """Stop the services Steward started here: the worker, then the embedded Temporal dev server.
+
+    Task workers keep running and runs keep their state; `steward status` (or any command that
+    needs them) starts the services again, and the new worker adopts the task workers.
+    """
+    worker, server = _stop_both()
+    emit(
+        as_json,
+        {"ok": True, "stopped": {"worker": worker, "temporal": server}},
+        lambda: console.print(_stopped_text(worker, server)),
+    )
+
+
+def _stop_both() -> tuple[bool, bool]:
+    """The worker first: stopped after the server, it would poll a server that is gone."""
+    return embedded.stop_worker(), embedded.stop_server()
+
+
+def _stopped_text(worker: bool, server: bool) -> str:
+    return (
+        f"Steward worker: {'stopped' if worker else 'not running'}. "
+        f"Temporal dev server: {'stopped' if server else 'not running'}."
+    )
+
+
+@command
+def doctor(as_json: JsonOpt = False) -> None:
+    """Check what Steward runs on, and say what to do about each problem.
+
+    Temporal (does it answer), the workers polling Steward's task queues (as Temporal sees
+    them), ports, the data directory and versions. Exits 1 when something needs fixing.
+    """
+    from worker.doctor import examine
+
+    report = examine(machine_options())
+    emit(as_json, report.as_dict(), lambda: render_doctor(report))
+    if not report.ok:
+        finish(FAILED)
+
+
+def render_doctor(report) -> None:
+    for check in report.checks:
+        mark = "[green]ok[/green]  " if check.ok else "[red]fix[/red] "
+        console.print(f"{mark} {check.name}: ", end="")
+        console.print(check.detail, markup=False, highlight=False, soft_wrap=True)
+        if check.fix:
+            console.print(f"      → {check.fix}", markup=False, highlight=False)
 
 
 @command

@@ -10,8 +10,8 @@ import typer
 
 from . import launching, render
 from .context import load_context
-from .output import bad_input, command, console, emit
-from .params import DefinitionArg, JsonOpt, WorkspaceOpt
+from .output import bad_input, command, console, emit, working
+from .params import DefinitionArg, DefinitionKind, JsonOpt, WorkspaceOpt
 
 
 @command
@@ -21,20 +21,20 @@ def init(
         bool, typer.Option("--force", help="Overwrite an existing workspace's files.")
     ] = False,
     kind: Annotated[
-        str,
+        DefinitionKind,
         typer.Option(
             "--type",
             help="evalset: an eval_set() script (evalset.py); flow: an Inspect Flow config "
             "(config.py and tasks.py; needs the flow extra).",
         ),
-    ] = "evalset",
+    ] = DefinitionKind.evalset,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a workspace: _steward.yaml, AGENTS.md, CLAUDE.md, the definition, journal, status."""
     from worker.workspace import WorkspaceError, default_definition, init_workspace
 
     try:
-        written = init_workspace(directory, force=force, kind=kind)
+        written = init_workspace(directory, force=force, kind=kind.value)
     except WorkspaceError as err:
         raise bad_input(str(err)) from err
     definition = default_definition(directory.resolve())
@@ -60,7 +60,8 @@ def tasks(
     definition = definition or default_definition(ctx.workspace)
     launching.refuse_unsupported(ctx, definition)
     try:
-        capture = capture_definition_sync(str(ctx.workspace), definition)
+        with working(f"resolving {definition} with Inspect's capture mode", as_json):
+            capture = capture_definition_sync(str(ctx.workspace), definition)
     except DefinitionError as err:
         raise bad_input(str(err)) from err
     emit(

@@ -23,6 +23,7 @@ from worker.workspace import (
 )
 from workflows.options import StewardOptions
 
+from . import render
 from .output import CommandError, bad_input, console
 
 
@@ -81,6 +82,6 @@ def ensure_services(target: Target, options: StewardOptions, quiet: bool) -> Non
     except embedded.ServiceError as err:
         raise CommandError(str(err)) from err
     if started and not quiet:
-        console.print(
-            f"Started {' and '.join(started)}; Temporal web UI: {target.ui_url}", highlight=False
-        )
+        console.print(f"Started {' and '.join(started)}.", highlight=False)
+        if target.ui_url:
+            render.print_link("Temporal web UI", target.ui_url)

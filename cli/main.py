@@ -5,6 +5,7 @@ them."""
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -23,19 +24,21 @@ ramp_app = typer.Typer(help="The automatic ramp of sample concurrency.", no_args
 timer_app = typer.Typer(help="The run's own tend timer.", no_args_is_help=True)
 runs_app = typer.Typer(help="Every run the Temporal server knows (list without a subcommand).")
 
-COMMANDS = (
+COMMANDS = (  # in the order a user meets them; `--help` lists them so
     (app, "init", cmd_workspace.init),
     (app, "tasks", cmd_workspace.tasks),
     (app, "launch", cmd_launch.launch),
     (app, "status", cmd_control.status),
-    (app, "rule", cmd_decisions.rule),
-    (app, "collect", cmd_decisions.collect),
-    (app, "runbook", cmd_workspace.runbook),
-    (app, "signoff", cmd_decisions.signoff),
     (app, "tend", cmd_control.tend),
     (app, "pause", cmd_control.pause),
     (app, "resume", cmd_control.resume),
     (app, "cancel", cmd_control.cancel),
+    (app, "collect", cmd_decisions.collect),
+    (app, "rule", cmd_decisions.rule),
+    (app, "signoff", cmd_decisions.signoff),
+    (app, "runbook", cmd_workspace.runbook),
+    (app, "doctor", cmd_services.doctor),
+    (app, "stop", cmd_services.stop),
     (ramp_app, "hold", cmd_control.ramp_hold),
     (ramp_app, "resume", cmd_control.ramp_resume),
     (timer_app, "status", cmd_control.timer_status),
@@ -49,21 +52,72 @@ COMMANDS = (
     (worker_app, "stop", cmd_services.worker_stop),
     (worker_app, "status", cmd_services.worker_status),
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"steward {version('steward')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
+# One or two examples under each command's --help.
+EXAMPLES = {
+    "init": "steward init ~/runs/my-evals  ·  steward init --type flow",
+    "tasks": "steward tasks  ·  steward tasks evalset.py --json",
+    "launch": "steward launch  ·  steward launch --dry-run  ·  steward launch --no-smoke",
+    "status": "steward status  ·  steward status --wait  ·  steward status --json",
+    "rule": "steward rule d-3 rerun --reason 'transient 500s'  ·  steward rule d-4 dismiss",
+    "collect": "steward collect --since 42 --json",
+    "runbook": "steward runbook",
+    "signoff": "steward signoff --by norah  ·  steward signoff --by norah --publish",
+    "tend": "steward tend  ·  steward tend --timeout 2m",
+    "pause": "steward pause --reason 'provider incident'",
+    "resume": "steward resume",
+    "cancel": "steward cancel --reason 'wrong model'",
+    "stop": "steward stop",
+    "doctor": "steward doctor  ·  steward doctor --json",
+    "runs delete": "steward runs delete ~/runs/old-evals",
+    "ramp hold": "steward ramp hold --reason 'provider looks unhappy'",
+    "ramp resume": "steward ramp resume",
+    "timer status": "steward timer status --json",
+    "timer arm": "steward timer arm --interval 5m",
+    "timer disarm": "steward timer disarm",
+    "server start": "steward server start",
+    "worker start": "steward worker start",
+}
+GROUP_NAMES = {
+    id(server_app): "server",
+    id(worker_app): "worker",
+    id(ramp_app): "ramp",
+    id(timer_app): "timer",
+    id(runs_app): "runs",
+}
+
 for group, name, function in COMMANDS:
-    group.command(name)(function)
+    path = f"{GROUP_NAMES[id(group)]} {name}" if id(group) in GROUP_NAMES else name
+    example = EXAMPLES.get(path)
+    group.command(name, epilog=f"Example: {example}" if example else None)(function)
 
 # Groups that do something without a subcommand: list the runs, serve in the foreground.
 runs_app.callback(invoke_without_command=True)(cmd_runs.runs_main)
 worker_app.callback(invoke_without_command=True)(cmd_services.worker_main)
 
-for group, name in (
-    (server_app, "server"),
-    (worker_app, "worker"),
-    (ramp_app, "ramp"),
-    (timer_app, "timer"),
-    (runs_app, "runs"),
-):
-    app.add_typer(group, name=name)
+for group in (ramp_app, timer_app, runs_app, server_app, worker_app):
+    app.add_typer(group, name=GROUP_NAMES[id(group)])
 
 
 def run() -> None:

@@ -17,7 +17,8 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import typer
@@ -26,6 +27,17 @@ from rich.console import Console
 OK, FAILED, BAD_INPUT = 0, 1, 2
 console = Console()
 errors = Console(stderr=True)
+
+
+@contextmanager
+def working(step: str, as_json: bool) -> Iterator[Callable[[str], None]]:
+    """A spinner naming the current step on stderr while a command works, for a person at a
+    terminal: nothing with --json or when stderr is not a terminal. Yields `say(step)`."""
+    if as_json or not errors.is_terminal:
+        yield lambda _step: None
+        return
+    with errors.status(step) as status:
+        yield lambda next_step: status.update(next_step)
 
 
 class CommandError(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import getpass
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -44,3 +45,18 @@ def who(by: str) -> str:
 
 def role(agent: bool) -> str:
     return "agent" if agent or os.environ.get("STEWARD_ROLE", "").lower() == "agent" else "operator"
+
+
+class DefinitionKind(StrEnum):
+    """What `steward init` writes: an eval_set() script, or an Inspect Flow config."""
+
+    evalset = "evalset"
+    flow = "flow"
+
+
+class PoolsChoice(StrEnum):
+    """What `launch` does when Docker's address pools are too few for the run."""
+
+    ask = "ask"
+    accept = "accept"
+    decline = "decline"

@@ -13,8 +13,6 @@ from workflows.ramp import ceiling_for
 
 from .output import CommandError, console
 
-CHOICES = ("ask", "accept", "decline")
-
 
 def docker_sandboxes_wanted(status: RunStatus, ramp: tuple[int, int] | bool) -> int:
     """The Docker sandboxes the run may hold at once: each Docker task at its ramp ceiling (or its

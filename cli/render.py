@@ -19,12 +19,31 @@ def _when(at) -> str:
     return at.strftime("%H:%M:%S") if at else "—"
 
 
+SHORT_ID = 12  # characters of a task identifier shown in tables (--json has them whole)
+
+
+def short_id(identifier: str) -> str:
+    """A task identifier's tail, where its hash tells tasks apart (its head is the file)."""
+    return identifier if len(identifier) <= SHORT_ID else "…" + identifier[-SHORT_ID:]
+
+
+def print_link(label: str, target: str) -> None:
+    """A URL or path on a line Rich never breaks (a terminal can still click or copy it);
+    alone on the next line when the label would push it past the width."""
+    if len(label) + 2 + len(target) <= console.width:
+        console.print(f"{label}: {target}", soft_wrap=True, highlight=False, markup=False)
+    else:
+        console.print(f"{label}:", highlight=False, markup=False)
+        console.print(target, soft_wrap=True, highlight=False, markup=False)
+
+
 def print_tasks(tasks: list[TaskSpec]) -> None:
     table = Table(title=f"{len(tasks)} task(s)")
-    for column in ("task", "model", "samples x epochs", "identifier"):
+    for column in ("task", "model", "samples x epochs"):
         table.add_column(column, overflow="fold")
+    table.add_column("identifier", no_wrap=True)
     for t in tasks:
-        table.add_row(t.name, t.model, f"{t.samples} x {t.epochs}", t.identifier)
+        table.add_row(t.name, t.model, f"{t.samples} x {t.epochs}", short_id(t.identifier))
     console.print(table)
 
 
@@ -52,6 +71,35 @@ def _progress_age(status: RunStatus) -> str | None:
         return None
     source = "the workers' heartbeats" if status.live else "the last tend"
     return f"progress as of {max(0, int(max(ages)))}s ago at most ({source})"
+
+
+def task_table(status: RunStatus, title: str | None = None) -> Table:
+    """Each task's progress (done/total, errors, in flight, setpoint, workers started)."""
+    table = Table(title=title)
+    table.add_column("task / model", no_wrap=True)
+    for column in ("state", "samples", "errors", "flight", "setpoint", "tries"):
+        table.add_column(column, no_wrap=True)
+    for row in task_rows(status.state.tasks):
+        table.add_row(
+            f"{row['task']}\n[dim]{row['model']}[/]",
+            row["phase"],
+            f"{row['done']}/{row['total']}",
+            str(row["errored"]),
+            str(row["in_flight"]),
+            f"{row['max_samples']}{' pinned' if row['pinned'] else ''}",
+            str(row["attempts"]),
+        )
+    return table
+
+
+def waiting_table(status: RunStatus) -> Table:
+    """What `status --wait` keeps on screen while it waits."""
+    state = status.state
+    title = (
+        f"{describe_state(state)}: {state.samples_done}/{state.samples_total} samples "
+        f"(tend #{state.tend_count}) — waiting until it finishes, stalls or ends"
+    )
+    return task_table(status, title=title)
 
 
 def print_status(status: RunStatus) -> None:
@@ -117,26 +165,12 @@ def print_status(status: RunStatus) -> None:
             f"signed off by {state.signoff.by} at {_when(state.signoff.at)}", highlight=False
         )
     if state.tasks:
-        table = Table()
-        table.add_column("task / model", no_wrap=True)
-        for column in ("state", "samples", "errors", "flight", "setpoint", "tries"):
-            table.add_column(column, no_wrap=True)
-        for row in task_rows(state.tasks):
-            table.add_row(
-                f"{row['task']}\n[dim]{row['model']}[/]",
-                row["phase"],
-                f"{row['done']}/{row['total']}",
-                str(row["errored"]),
-                str(row["in_flight"]),
-                f"{row['max_samples']}{' pinned' if row['pinned'] else ''}",
-                str(row["attempts"]),
-            )
-        console.print(table)
+        console.print(task_table(status))
         age = _progress_age(status)
         if age:
             console.print(age, highlight=False)
     if status.web_ui:
-        console.print(f"web UI: {status.web_ui}", highlight=False)
+        print_link("web UI", status.web_ui)
 
 
 def workspace_line(problem: str) -> str:
@@ -169,23 +203,21 @@ def print_tend(summary: TendSummary, workspace_problem: str | None = None) -> No
 
 
 def print_runs(rows: list[dict]) -> None:
-    table = Table(title=f"{len(rows)} run(s)")
-    for column in ("workspace", "state", "samples", "started", "workflow"):
-        table.add_column(column, overflow="fold")
+    """One block per run: its workspace on a line of its own (never broken), then the rest."""
+    console.print(f"{len(rows)} run(s)", highlight=False)
     for row in rows:
         state = row["state"]
         if row.get("position"):
             state = f"queued · pos {row['position']}" + (
                 f" ({row['queue_reason']})" if row.get("queue_reason") else ""
             )
-        table.add_row(
-            str(row["workspace"]),
-            state,
-            f"{row['samples_done']}/{row['samples_total']}",
-            (row["started"] or "")[:19],
-            row["workflow_id"],
+        console.print(str(row["workspace"]), soft_wrap=True, highlight=False, markup=False)
+        console.print(
+            f"  {state} · {row['samples_done']}/{row['samples_total']} samples · "
+            f"started {(row['started'] or '—')[:19]} · {row['workflow_id']}",
+            highlight=False,
+            markup=False,
         )
-    console.print(table)
 
 
 def print_collect(document: dict) -> None:

@@ -268,7 +268,26 @@ async def live_status(ctx: Context) -> RunStatus | None:
 
 
 async def wait_settled(handle: RunHandle, ctx: Context, quiet: bool = False) -> RunStatus:
-    """Poll until the run needs nobody's patience any more (finished, stalled or ended)."""
+    """Poll until the run needs nobody's patience any more (finished, stalled or ended).
+
+    At a terminal the per-task table stays on screen and follows the run (as fresh as the
+    run's own progress: the watches' heartbeats); piped, a line per change; quiet, nothing."""
+    if quiet or not console.is_terminal:
+        return await _wait_printing_lines(handle, ctx, quiet)
+    from rich.live import Live
+
+    from .render import waiting_table
+
+    status = await query_status(handle, ctx)
+    with Live(waiting_table(status), console=console, refresh_per_second=2, transient=True) as live:
+        while status.state.phase not in SETTLED_PHASES:
+            await asyncio.sleep(1.0)
+            status = await query_status(handle, ctx)
+            live.update(waiting_table(status))
+    return status
+
+
+async def _wait_printing_lines(handle: RunHandle, ctx: Context, quiet: bool) -> RunStatus:
     last = None
     while True:
         status = await query_status(handle, ctx)

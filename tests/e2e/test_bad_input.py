@@ -65,7 +65,7 @@ def test_init_never_overwrites_without_force(steward, tmp_path):
     assert "eval_set(" in (workspace / "evalset.py").read_text()
     other = tmp_path / "other"
     _refused(
-        steward("init", str(other), "--type", "bogus"), 2, "--type must be one of evalset, flow"
+        steward("init", str(other), "--type", "bogus"), 2, "'bogus' is not one of 'evalset', 'flow'"
     )
     assert not other.exists()  # nothing half-written
 

@@ -136,7 +136,7 @@ def test_two_error_classes_proposed_ruled_applied_and_signed_off(steward, worksp
         assert any("decision(s) need you" in t for t in receiver.titles())
 
         nameless = steward("signoff", cwd=workspace)
-        assert nameless.code == 2 and "--by NAME" in nameless.stderr
+        assert nameless.code == 2 and "Missing option '--by'" in nameless.stderr
         unpublishable = steward("signoff", "--by", "norah", "--publish", cwd=workspace)
         assert unpublishable.code == 2 and "log store" in unpublishable.stderr
 

@@ -52,7 +52,7 @@ def test_init_launch_finished_three_tasks(steward, workspace_root):
 
     [mine] = wait_for(listed, timeout=30, what="the run listed as finished")
     assert mine["samples_done"] == 15
-    assert mine[0]["workspace"] == str(workspace)
+    assert mine["workspace"] == str(workspace)
 
 
 def test_pause_stops_spawns_and_resume_restarts_them(steward, workspace_root):

@@ -75,10 +75,32 @@ def test_commands_start_the_embedded_services_when_needed(steward, tmp_path):
     again = private("status", cwd=workspace)
     assert again.code == 0 and "Started" not in again.stdout
     assert private.service_pid("temporal") == server and private.service_pid("worker") == worker
-    assert private.ok("worker", "stop")["stopped"] and private.ok("server", "stop")["stopped"]
+    # doctor sees the worker Temporal sees polling both of Steward's queues.
+    healthy = private.ok("doctor")
+    polled = [c for c in healthy["checks"] if c["name"].startswith("queue ")]
+    assert healthy["ok"] and len(polled) == 2
+    assert all(c["ok"] and str(worker) in c["detail"] for c in polled), polled
+    # `server stop` takes the worker down first: no worker is left polling a dead server.
+    stopped = private.ok("server", "stop")
+    assert stopped["stopped"] and stopped["worker_stopped"]
     wait_for(lambda: not pid_alive(server) and not pid_alive(worker), what="services to stop")
     status = private("server", "status", "--json")
     assert status.code == 1 and status.json["services"][0]["running"] is False
+    assert private.ok("stop")["stopped"] == {"worker": False, "temporal": False}
+    sick = private("doctor")
+    assert sick.code == 1 and "does not answer" in sick.stdout
+    assert "run `steward server start`" in sick.stdout
+
+
+def test_stop_stops_the_worker_then_the_server(steward, tmp_path):
+    private = _private(steward, tmp_path)
+    private.ok("server", "start")
+    private.ok("worker", "start")
+    server, worker = private.service_pid("temporal"), private.service_pid("worker")
+    assert private.ok("stop")["stopped"] == {"worker": True, "temporal": True}
+    assert not pid_alive(server) and not pid_alive(worker)
+    version = private("--version")
+    assert version.code == 0 and version.stdout.startswith("steward ")
 
 
 def test_a_configured_cluster_is_used_and_nothing_is_started(steward, tmp_path):
