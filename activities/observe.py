@@ -8,6 +8,7 @@ logs answer otherwise and are the truth about whether a task is complete
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from temporalio import activity
 
 from workflows.activity_io import ObserveRequest, SetpointRequest
 from workflows.contracts import Observation, Progress, TaskObservation, WorkerProcess
+from workflows.layout import workspace_record_of
 from workflows.names import Activity
 from workflows.ramp import RampCounters, RampReading
 
@@ -190,8 +192,30 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
     return observation
 
 
+def orphaned(workspace: str, workflow_id: str) -> str | None:
+    """Why the workspace is no longer the run's own, or None. Only what is certainly gone
+    counts (the directory, or its id record), or an id record naming another run: a file that
+    cannot be read now (a network mount's hiccup) is not a verdict."""
+    if not Path(workspace).exists():
+        return f"the workspace {workspace} no longer exists"
+    record = Path(workspace_record_of(workspace))
+    try:
+        identity = json.loads(record.read_text())["id"]
+    except FileNotFoundError:
+        return f"{record} no longer exists (the workspace was replaced)"
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not workflow_id.endswith(f"-{identity}"):
+        return f"the workspace {workspace} now belongs to another run (id {identity})"
+    return None
+
+
 @activity.defn(name=Activity.OBSERVE_RUN)
 def observe_run(request: ObserveRequest) -> Observation:
+    if request.workspace is not None and request.workflow_id is not None:
+        gone = orphaned(request.workspace, request.workflow_id)
+        if gone is not None:
+            return Observation(orphaned=gone)  # nothing else is worth reading
     observation = observe_run_sync(request)
     if request.anomalies is not None:
         try:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from rich.table import Table
 
-from workflows.contracts import RunStatus, TaskSpec, TendSummary
+from workflows.contracts import TERMINAL_PHASES, RunStatus, TaskSpec, TendSummary
 from workflows.eval_run_state import describe_state, unsupervised
 from workflows.options import format_duration
 from workflows.status_view import connection_lines, cost_line, scan_line, task_rows
@@ -49,7 +49,7 @@ def print_tasks(tasks: list[TaskSpec]) -> None:
 
 def _next_tend(status: RunStatus) -> str:
     state = status.state
-    if state.phase in ("signed_off", "cancelled", "failed"):
+    if state.phase in TERMINAL_PHASES:
         return ""
     if not state.timer.armed:
         return "timer disarmed: tends on `steward tend` and on events"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from worker.connect import host_queue, run_url
+from workflows import web_ui
 from workflows.contracts import (
     TERMINAL_PHASES,
     WORKFLOW_TASK_QUEUE,
@@ -49,6 +50,7 @@ async def start_run(
                 f"Steward's search attributes ({', '.join(SEARCH_ATTRIBUTES)}) are not registered on "
                 f"{ctx.target.address} and could not be added ({err}); ask the cluster's operator to add them."
             ) from err
+    tasks = capture.tasks if capture is not None else None
     run_input = RunInput(
         workspace=str(ctx.workspace),
         definition=definition,
@@ -72,6 +74,8 @@ async def start_run(
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             search_attributes=_initial_search_attributes(ctx),
             memo={"workspace": str(ctx.workspace), "definition": definition},
+            static_summary=web_ui.static_summary(str(ctx.workspace), tasks),
+            static_details=web_ui.static_details(str(ctx.workspace), definition, tasks),
         )
     except WorkflowAlreadyStartedError as err:
         status = await query_status(eval_run_handle(client, ctx.workflow_id), ctx)

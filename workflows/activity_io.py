@@ -45,6 +45,9 @@ class ObserveRequest(BaseModel):
     workers: list[WorkerProcess]
     tasks: list[TaskSpec]  # the tasks not yet complete
     anomalies: AnomalyRequest | None = None  # also look for anomalies (one activity, not two)
+    # orphan-v1: the run's workspace and workflow id, to tell whether the workspace is still its own
+    workspace: str | None = None
+    workflow_id: str | None = None
 
 
 class StopRequest(BaseModel):

@@ -25,10 +25,11 @@ RunPhase = Literal[
     "cancelled",
     "failed",
     "signed_off",
+    "orphaned",  # its workspace is gone (or belongs to another run): workers stopped, ended
 ]
 TaskPhase = Literal["pending", "running", "complete", "stalled", "given_up"]
 # Phases after which the workflow ends. (Runs from before signoff existed ended at "finished".)
-TERMINAL_PHASES: frozenset[str] = frozenset({"signed_off", "cancelled", "failed"})
+TERMINAL_PHASES: frozenset[str] = frozenset({"signed_off", "cancelled", "failed", "orphaned"})
 # Phases in which nothing more runs by itself: what `status --wait` waits for.
 SETTLED_PHASES: frozenset[str] = TERMINAL_PHASES | {"finished", "stalled"}
 # Phases with nothing left to tend: ended, or stopping its workers on the way to cancelled.
@@ -132,6 +133,7 @@ class Observation(BaseModel):
     anomalies: list[Anomaly] | None = None  # when asked; None: not looked for
     anomaly_problem: str | None = None  # looking failed (the rest of the observation stands)
     healthy: list[str] = Field(default_factory=list)  # suspects healthy in their newest log
+    orphaned: str | None = None  # orphan-v1: why the run's workspace is no longer its own
 
 
 # ---------- run state ----------
@@ -289,7 +291,9 @@ class RunState(BaseModel):
 
 
 class Notice(BaseModel):
-    kind: Literal["decision", "finished", "tend_failed", "heartbeat", "signed_off", "cancelled"]
+    kind: Literal[
+        "decision", "finished", "tend_failed", "heartbeat", "signed_off", "cancelled", "orphaned"
+    ]
     text: str
 
 

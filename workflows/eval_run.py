@@ -109,6 +109,7 @@ class EvalRun:
                 await run_capacity.admit(ctx, "launch")
         else:
             watch_all(ctx)  # re-adopt the workers a continued run carries over
+            ctx.show_details()  # a continued run's page says where it stands before its tend
         # A continued run whose handover came between tends waits out the timer it carries.
         due = run_input.state is None or run_input.tend_due or not ctx.patches.handover
         deadline = None if due else state.next_tend_at
@@ -192,6 +193,7 @@ class EvalRun:
                 await workflow.wait_condition(
                     lambda: ctx.wake or ctx.rearm or ctx.cancel is not None or _history_full(),
                     timeout=timeout,
+                    timeout_summary="next tend (the run's timer; sooner on events)",
                 )
             except TimeoutError:
                 return True

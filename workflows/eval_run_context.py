@@ -20,7 +20,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as ActivityCancelled
 
 with workflow.unsafe.imports_passed_through():
-    from . import notices
+    from . import notices, web_ui
     from .activity_io import NotifyRequest, NotifyResult, WorkerEnd, WorkspaceWrite
     from .contracts import (
         CancelRequest,
@@ -57,6 +57,7 @@ class Patches:
     settle: bool  # a signoff waits for the scan of logs completed since the last tend, too
     scan_pair: bool  # once eval work ends, a second scan runs beside one started narrow
     handler_tends: bool  # a full history still tends for a handler that waits for a tend
+    orphan: bool  # a run whose workspace is gone (or another run's) ends `orphaned`
 
     @classmethod
     def read(cls) -> Patches:
@@ -74,6 +75,7 @@ class Patches:
             settle=workflow.patched("settle-v1"),
             scan_pair=workflow.patched("scan-pair-v1"),
             handler_tends=workflow.patched("handler-tends-v1"),
+            orphan=workflow.patched("orphan-v1"),
         )
 
     @staticmethod
@@ -160,6 +162,7 @@ class RunContext:
                 start_to_close_timeout=timeout or timedelta(seconds=60),
                 heartbeat_timeout=heartbeat,
                 retry_policy=retry,
+                summary=web_ui.activity_summary(name, arg),
             )
         except ActivityError as err:
             # Cancelled with the run (Temporal's own cancel) or with the task awaiting it: a
@@ -222,8 +225,18 @@ class RunContext:
             state.outbox.append(notice)
             await self.flush_outbox()  # delivery never needs the workspace to be writable
 
+    def show_details(self) -> None:
+        """The web UI's page of the run: metadata, not a command (nothing a replay compares)."""
+        state = self.state
+        workflow.set_current_details(
+            web_ui.current_details(
+                self.workspace, state, web_ui.next_tend_text(state, self.interval())
+            )
+        )
+
     def upsert_visibility(self) -> None:
         state = self.state
+        self.show_details()
         workflow.upsert_search_attributes(
             [
                 SearchKey.STATE.value_set(visible_state(state)),

@@ -155,6 +155,31 @@ async def signoff(ctx: RunContext, request: SignoffRequest) -> Signoff:
 
 
 # ---------------------------------------------------------------- cancel
+async def orphan(ctx: RunContext, reason: str) -> None:
+    """orphan-v1: the run's workspace is gone, or is another run's now. Nothing of it can be
+    written or read any more: stop its workers, give its capacity back, tell people once, and
+    end (`steward runs delete` removes it). Its journal stays in the run's state."""
+    state = ctx.state
+    result = await stop_workers(ctx, list(state.workers.values()))
+    state.workers.clear()
+    if ctx.patches.capacity and state.capacity.domain_id is not None:
+        await release(ctx, None, "orphaned")
+    state.phase, state.error = "orphaned", reason
+    state.finished_at, state.next_tend_at = workflow.now(), None
+    ctx.journal("orphaned", reason=reason, stopped=result.stopped_gracefully, killed=result.killed)
+    if ctx.patches.decisions:
+        state.outbox.append(
+            Notice(
+                kind="orphaned",
+                text=f"Orphaned: {reason}. Its workers were stopped and the run has ended "
+                f"({state.samples_done}/{state.samples_total} samples); "
+                f"`steward runs delete {workflow.info().workflow_id}` removes it.",
+            )
+        )
+        await ctx.flush_outbox()
+    ctx.upsert_visibility()
+
+
 async def cancel(ctx: RunContext) -> None:
     """Stop every worker, give capacity (and leftover sandboxes) back, end as cancelled."""
     assert ctx.cancel is not None

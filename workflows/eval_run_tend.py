@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from .contracts import ENDING_PHASES, Notice, Observation, TendSummary
     from .eval_run_capacity import account_capacity, admit, needs_admission, queued, release
     from .eval_run_context import Patches, RunContext, cause_of
+    from .eval_run_lifecycle import orphan
     from .eval_run_ramp import ramp
     from .eval_run_triage import check_cost_cap, scan, triage
     from .eval_run_watch import exits_of, hung_anomalies
@@ -50,6 +51,10 @@ async def tend(ctx: RunContext) -> TendSummary:
             state.outbox.append(notice)
         await ctx.flush_outbox()
         await ctx.write_workspace()
+        return summary
+    if observation.orphaned is not None and ctx.patches.orphan:
+        await orphan(ctx, observation.orphaned)
+        summary.phase = state.phase
         return summary
     stalled = await _apply_observation(ctx, observation, summary, exits_of(ends))
     if ctx.patches.watch:
@@ -98,6 +103,8 @@ async def _observe(ctx: RunContext) -> Observation:
         if decisions_on
         else None,
     )
+    if ctx.patches.orphan:
+        request.workspace, request.workflow_id = ctx.workspace, workflow.info().workflow_id
     return await ctx.activity(
         Activity.OBSERVE_RUN,
         request,

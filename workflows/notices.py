@@ -88,6 +88,8 @@ def message(workspace_name: str, outbox: list[Notice]) -> tuple[str, str]:
         headline = "cannot write the workspace" if unwritable else "cannot tend"
     elif "cancelled" in kinds:
         headline = "cancelled"
+    elif "orphaned" in kinds:
+        headline = "orphaned: its workspace is gone"
     else:
         headline = "heartbeat"
     body = "\n".join(f"- {n.text}" for n in outbox)
