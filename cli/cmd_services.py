@@ -172,3 +172,63 @@ def worker_stop(as_json: JsonOpt = False) -> None:
 def worker_status(as_json: JsonOpt = False) -> None:
     """Is the detached Steward worker running?"""
     _status(as_json, embedded.worker_status())
+
+
+@command
+def service_install(as_json: JsonOpt = False) -> None:
+    """Run the server and the worker as services of your login (restarted on failure).
+
+    Linux: systemd user units; macOS: launchd agents. Prints what it wrote and ran, and what
+    you still have to run where the service manager does not answer.
+    """
+    from worker import service_units
+    from worker.connect import data_dir
+
+    machine_options()  # a broken options file is refused before anything is written
+    outcome = service_units.install(data_dir())
+    emit(as_json, {"ok": True, **outcome.as_dict()}, lambda: _print_outcome(outcome))
+
+
+@command
+def service_uninstall(as_json: JsonOpt = False) -> None:
+    """Stop and remove the services `steward service install` wrote."""
+    from worker import service_units
+
+    outcome = service_units.uninstall()
+    emit(as_json, {"ok": True, **outcome.as_dict()}, lambda: _print_outcome(outcome))
+
+
+@command
+def service_status(as_json: JsonOpt = False) -> None:
+    """Whether the services are installed, and (systemd) active."""
+    from worker import service_units
+
+    found = service_units.status()
+    emit(
+        as_json,
+        {"ok": True, "manager": service_units.manager(), "services": found},
+        lambda: [
+            console.print(
+                f"{name}: {'installed' if s['installed'] else 'not installed'}"
+                + (f", {s['active']}" if s["active"] else "")
+                + f" ({s['unit']})",
+                highlight=False,
+                soft_wrap=True,
+            )
+            for name, s in found.items()
+        ],
+    )
+
+
+def _print_outcome(outcome) -> None:
+    for line in outcome.written:
+        console.print(
+            f"wrote: {line}" if not line.startswith("removed") else line,
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+    for line in outcome.ran:
+        console.print(f"ran:   {line}", highlight=False, soft_wrap=True, markup=False)
+    for line in outcome.todo:
+        console.print(f"run:   {line}", highlight=False, soft_wrap=True, markup=False)

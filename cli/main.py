@@ -23,6 +23,10 @@ worker_app = typer.Typer(help="The Steward worker (foreground without a subcomma
 ramp_app = typer.Typer(help="The automatic ramp of sample concurrency.", no_args_is_help=True)
 timer_app = typer.Typer(help="The run's own tend timer.", no_args_is_help=True)
 runs_app = typer.Typer(help="Every run the Temporal server knows (list without a subcommand).")
+service_app = typer.Typer(
+    help="The server and the worker as services of your login (systemd, launchd).",
+    no_args_is_help=True,
+)
 
 COMMANDS = (  # in the order a user meets them; `--help` lists them so
     (app, "init", cmd_workspace.init),
@@ -51,6 +55,9 @@ COMMANDS = (  # in the order a user meets them; `--help` lists them so
     (worker_app, "start", cmd_services.worker_start),
     (worker_app, "stop", cmd_services.worker_stop),
     (worker_app, "status", cmd_services.worker_status),
+    (service_app, "install", cmd_services.service_install),
+    (service_app, "uninstall", cmd_services.service_uninstall),
+    (service_app, "status", cmd_services.service_status),
 )
 
 
@@ -98,6 +105,7 @@ EXAMPLES = {
     "timer disarm": "steward timer disarm",
     "server start": "steward server start",
     "worker start": "steward worker start",
+    "service install": "steward service install  ·  loginctl enable-linger $USER",
 }
 GROUP_NAMES = {
     id(server_app): "server",
@@ -105,6 +113,7 @@ GROUP_NAMES = {
     id(ramp_app): "ramp",
     id(timer_app): "timer",
     id(runs_app): "runs",
+    id(service_app): "service",
 }
 
 for group, name, function in COMMANDS:
@@ -116,7 +125,7 @@ for group, name, function in COMMANDS:
 runs_app.callback(invoke_without_command=True)(cmd_runs.runs_main)
 worker_app.callback(invoke_without_command=True)(cmd_services.worker_main)
 
-for group in (ramp_app, timer_app, runs_app, server_app, worker_app):
+for group in (ramp_app, timer_app, runs_app, server_app, worker_app, service_app):
     app.add_typer(group, name=GROUP_NAMES[id(group)])
 
 

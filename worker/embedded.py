@@ -90,7 +90,9 @@ def _read_pid(name: str) -> tuple[int, float] | None:
     return None
 
 
-def _write_pid(name: str, pid: int, **extra: object) -> None:
+def write_pid(name: str, pid: int, **extra: object) -> None:
+    """Record a service's process (a service manager's foreground one too), so commands find
+    it running and do not start another."""
     record = {"pid": pid, "create_time": psutil.Process(pid).create_time(), **extra}
     tmp = _pid_path(name).with_suffix(".tmp")
     tmp.write_text(json.dumps(record))
@@ -186,19 +188,10 @@ def server_status(target: Target) -> ServiceStatus:
     )
 
 
-def start_server(target: Target, ui_port: int) -> ServiceStatus:
-    """Start the dev server unless ours already runs; one clear error otherwise."""
-    if _read_pid("temporal") is not None:
-        if asyncio.run(server_healthy(target, timeout=5.0)):
-            return server_status(target)
-        _stop("temporal")
+def server_command(target: Target, ui_port: int) -> list[str]:
+    """The dev server's command line (detached by `steward server start`, or run in the
+    foreground by a service manager: worker/service_main.py)."""
     port = int(target.address.rsplit(":", 1)[1])
-    for what, number in (("gRPC", port), ("web UI", ui_port)):
-        if not _port_free(number):
-            raise ServiceError(
-                f"Port {number} (Temporal {what}) on 127.0.0.1 is already taken by another program; "
-                f"free it or set STEWARD_TEMPORAL_{'PORT' if what == 'gRPC' else 'UI_PORT'} to another port."
-            )
     command = [
         temporal_binary(),
         "server",
@@ -226,8 +219,25 @@ def start_server(target: Target, ui_port: int) -> ServiceStatus:
         command += ["--search-attribute", f"{name}={kind}"]
     # Extra dev-server flags, e.g. --dynamic-config-value for tests and experiments.
     command += shlex.split(os.environ.get("STEWARD_TEMPORAL_DEV_ARGS", ""))
+    return command
+
+
+def start_server(target: Target, ui_port: int) -> ServiceStatus:
+    """Start the dev server unless ours already runs; one clear error otherwise."""
+    if _read_pid("temporal") is not None:
+        if asyncio.run(server_healthy(target, timeout=5.0)):
+            return server_status(target)
+        _stop("temporal")
+    port = int(target.address.rsplit(":", 1)[1])
+    for what, number in (("gRPC", port), ("web UI", ui_port)):
+        if not _port_free(number):
+            raise ServiceError(
+                f"Port {number} (Temporal {what}) on 127.0.0.1 is already taken by another program; "
+                f"free it or set STEWARD_TEMPORAL_{'PORT' if what == 'gRPC' else 'UI_PORT'} to another port."
+            )
+    command = server_command(target, ui_port)
     process = _spawn_detached(command, "temporal")
-    _write_pid("temporal", process.pid, address=target.address, ui_port=ui_port)
+    write_pid("temporal", process.pid, address=target.address, ui_port=ui_port)
     bound = server_start_timeout()
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
@@ -253,14 +263,14 @@ def stop_server() -> bool:
 # ------------------------------------------------------------------ Steward worker
 def worker_status() -> ServiceStatus:
     found = _read_pid("worker")
-    ready = found is not None and _worker_ready_marker().is_file()
+    ready = found is not None and worker_ready_marker().is_file()
     detail = "running" if ready else ("starting" if found else "not running")
     return ServiceStatus(
         "worker", found is not None, found[0] if found else None, detail, str(_log_path("worker"))
     )
 
 
-def _worker_ready_marker() -> Path:
+def worker_ready_marker() -> Path:
     return data_dir() / "worker.ready"
 
 
@@ -268,7 +278,7 @@ def start_worker(target: Target) -> ServiceStatus:
     """Start the Steward worker detached, unless one already runs for this data directory."""
     if _read_pid("worker") is not None:
         return worker_status()
-    _worker_ready_marker().unlink(missing_ok=True)
+    worker_ready_marker().unlink(missing_ok=True)
     command = [
         sys.executable,
         "-m",
@@ -278,10 +288,10 @@ def start_worker(target: Target) -> ServiceStatus:
         "--namespace",
         target.namespace,
         "--ready-file",
-        str(_worker_ready_marker()),
+        str(worker_ready_marker()),
     ]
     process = _spawn_detached(command, "worker", env=dict(os.environ))
-    _write_pid("worker", process.pid)
+    write_pid("worker", process.pid)
     bound = worker_start_timeout()
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
@@ -290,7 +300,7 @@ def start_worker(target: Target) -> ServiceStatus:
             raise ServiceError(
                 f"The Steward worker exited at start (code {process.returncode}); see {_log_path('worker')}."
             )
-        if _worker_ready_marker().is_file():
+        if worker_ready_marker().is_file():
             return worker_status()
         time.sleep(0.1)
     raise ServiceError(

@@ -125,3 +125,33 @@ def test_missing_tls_certificate_is_named(steward, tmp_path):
         STEWARD_TEMPORAL_TLS_CERT=str(tmp_path / "c.pem"),
     )
     _one_sentence(private("runs"), 2, "temporal_tls_cert", "c.pem", "does not exist")
+
+
+def test_what_the_service_units_run_is_what_commands_find_and_stop(steward, tmp_path):
+    """`python -m worker.service_main temporal|worker` in the foreground, as systemd or launchd
+    runs them: they record their pids, so commands use them (start nothing beside them), the
+    worker polls, and `steward stop` stops both cleanly (a manager restarting on failure only
+    leaves them stopped)."""
+    import subprocess
+    import sys
+
+    private = _private(steward, tmp_path)
+    env = {**private.env}
+    log = open(tmp_path / "service.log", "ab")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "worker.service_main", "temporal"], env=env, stdout=log, stderr=log
+    )
+    wait_for(lambda: private("server", "status").code == 0, timeout=60, what="the server")
+    assert private.service_pid("temporal") == server.pid  # exec'd in place: the same process
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "worker.service_main", "worker"], env=env, stdout=log, stderr=log
+    )
+    wait_for(
+        lambda: private.ok("doctor")["ok"] if private("doctor").code == 0 else False,
+        timeout=90,
+        what="the worker to poll",
+    )
+    assert private.service_pid("worker") == worker.pid
+    assert private.ok("worker", "start")["services"][0]["pid"] == worker.pid  # nothing new
+    assert private.ok("stop")["stopped"] == {"worker": True, "temporal": True}
+    assert worker.wait(30) == 0 and server.wait(30) is not None

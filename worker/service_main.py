@@ -1,0 +1,47 @@
+"""The embedded server and the Steward worker in the foreground, as a service manager (systemd,
+launchd) runs them: `python -m worker.service_main temporal|worker`.
+
+Each records its own pid in Steward's data directory first, as `steward server start` and
+`steward worker start` do for the detached ones, so `steward` commands find them running and
+start nothing beside them, and `steward stop` stops them (a clean stop: the manager, which
+restarts on failure only, leaves them stopped until the next login or `service install`).
+The server is exec'd in place: the manager watches the dev server's own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+
+from . import embedded
+from .connect import data_dir, target_for
+
+
+def main(which: str) -> None:
+    from activities.options import load_options
+
+    options = load_options(data_dir())  # the environment the unit sets (no workspace here)
+    target = target_for(options)
+    if which == "temporal":
+        command = embedded.server_command(target, options.temporal_ui_port)
+        embedded.write_pid(
+            "temporal", os.getpid(), address=target.address, ui_port=options.temporal_ui_port
+        )
+        os.execv(command[0], command)
+    if which == "worker":
+        from .temporal_worker import serve
+
+        embedded.write_pid("worker", os.getpid())
+        logging.basicConfig(level=logging.INFO)
+        try:
+            asyncio.run(serve(target, embedded.worker_ready_marker()))
+        finally:
+            (data_dir() / "worker.pid").unlink(missing_ok=True)
+        return
+    raise SystemExit(f"usage: python -m worker.service_main temporal|worker (not {which!r})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "")

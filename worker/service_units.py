@@ -1,0 +1,212 @@
+"""`steward service install|uninstall|status`: the embedded server and the Steward worker as
+services of the user's own service manager, so they restart on failure and start at login
+(and, with lingering, at boot) instead of waiting for someone's next `steward` command.
+
+Linux: two systemd user units (`steward-temporal.service`, `steward-worker.service`, the
+worker after the server) in `$XDG_CONFIG_HOME/systemd/user`; macOS: two launchd agents in
+`~/Library/LaunchAgents`. The units run `python -m worker.service_main temporal|worker` with the
+environment that decides where Steward lives (data directory, ports, namespace) as it is when
+they are installed. Where `systemctl --user` / `launchctl` are present they are enabled and
+started; either way the caller prints what was written and what was run.
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SERVICES = ("temporal", "worker")
+KEPT_ENV = (  # what decides where Steward lives and how it reaches Temporal
+    "STEWARD_DATA_DIR",
+    "STEWARD_TEMPORAL_PORT",
+    "STEWARD_TEMPORAL_UI_PORT",
+    "STEWARD_TEMPORAL_NAMESPACE",
+    "STEWARD_TEMPORAL_BIN",
+    "STEWARD_HOST_ID",
+    "PATH",
+)
+
+
+@dataclass
+class Outcome:
+    manager: str  # systemd | launchd
+    written: list[str] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)  # commands run, with how they ended
+    todo: list[str] = field(default_factory=list)  # what the user still has to run
+
+    def as_dict(self) -> dict:
+        return {
+            "manager": self.manager,
+            "written": self.written,
+            "ran": self.ran,
+            "todo": self.todo,
+        }
+
+
+def manager() -> str:
+    return "launchd" if sys.platform == "darwin" else "systemd"
+
+
+def unit_dir() -> Path:
+    if manager() == "launchd":
+        return Path.home() / "Library" / "LaunchAgents"
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "systemd" / "user"
+
+
+def unit_name(service: str) -> str:
+    return (
+        f"dev.steward.{service}.plist" if manager() == "launchd" else f"steward-{service}.service"
+    )
+
+
+def _environment(data: Path) -> dict[str, str]:
+    kept = {k: os.environ[k] for k in KEPT_ENV if os.environ.get(k)}
+    kept["STEWARD_DATA_DIR"] = str(data)
+    kept["PYTHONUNBUFFERED"] = "1"
+    return kept
+
+
+def _systemd_quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def systemd_unit(service: str, python: str, data: Path) -> str:
+    env = "\n".join(
+        f"Environment={_systemd_quote(f'{k}={v}')}" for k, v in _environment(data).items()
+    )
+    after = (
+        "\nAfter=steward-temporal.service\nWants=steward-temporal.service"
+        if service == "worker"
+        else ""
+    )
+    what = "Temporal dev server" if service == "temporal" else "worker"
+    return f"""[Unit]
+Description=Steward {what} (embedded; see `steward doctor`){after}
+
+[Service]
+Type=simple
+ExecStart={python} -m worker.service_main {service}
+WorkingDirectory={data}
+{env}
+Restart=on-failure
+RestartSec=5
+TimeoutStopSec=45
+StandardOutput=append:{data / f"{service}.log"}
+StandardError=append:{data / f"{service}.log"}
+
+[Install]
+WantedBy=default.target
+"""
+
+
+def launchd_plist(service: str, python: str, data: Path) -> bytes:
+    return plistlib.dumps(
+        {
+            "Label": f"dev.steward.{service}",
+            "ProgramArguments": [python, "-m", "worker.service_main", service],
+            "WorkingDirectory": str(data),
+            "EnvironmentVariables": _environment(data),
+            "RunAtLoad": True,
+            "KeepAlive": {"SuccessfulExit": False},  # restart on failure only
+            "StandardOutPath": str(data / f"{service}.log"),
+            "StandardErrorPath": str(data / f"{service}.log"),
+        }
+    )
+
+
+def _run(command: list[str], outcome: Outcome) -> bool:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        outcome.ran.append(f"{' '.join(command)}: {err}")
+        return False
+    said = (done.stderr or done.stdout).strip().splitlines()
+    outcome.ran.append(
+        f"{' '.join(command)}: "
+        + ("ok" if done.returncode == 0 else f"exit {done.returncode}")
+        + (f" ({said[-1]})" if said and done.returncode else "")
+    )
+    return done.returncode == 0
+
+
+def install(data: Path, python: str = sys.executable) -> Outcome:
+    outcome = Outcome(manager())
+    directory = unit_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    for service in SERVICES:
+        path = directory / unit_name(service)
+        if outcome.manager == "launchd":
+            path.write_bytes(launchd_plist(service, python, data))
+        else:
+            path.write_text(systemd_unit(service, python, data))
+        outcome.written.append(str(path))
+    if outcome.manager == "launchd":
+        commands = [["launchctl", "load", "-w", p] for p in outcome.written]
+        tool = "launchctl"
+    else:
+        units = [unit_name(s) for s in SERVICES]
+        commands = [
+            ["systemctl", "--user", "daemon-reload"],
+            ["systemctl", "--user", "enable", "--now", *units],
+        ]
+        tool = "systemctl"
+        outcome.todo.append(
+            f"loginctl enable-linger {os.environ.get('USER', '$USER')}   "
+            "(once, on a server: start them at boot, not only at login)"
+        )
+    _apply(commands, tool, outcome)
+    return outcome
+
+
+def uninstall() -> Outcome:
+    outcome = Outcome(manager())
+    paths = [unit_dir() / unit_name(s) for s in SERVICES]
+    if outcome.manager == "launchd":
+        commands = [["launchctl", "unload", "-w", str(p)] for p in paths if p.exists()]
+        _apply(commands, "launchctl", outcome)
+    else:
+        units = [unit_name(s) for s in SERVICES]
+        _apply([["systemctl", "--user", "disable", "--now", *units]], "systemctl", outcome)
+    for path in paths:
+        if path.exists():
+            path.unlink()
+            outcome.written.append(f"removed {path}")
+    if outcome.manager == "systemd":
+        _apply([["systemctl", "--user", "daemon-reload"]], "systemctl", outcome)
+    return outcome
+
+
+def _apply(commands: list[list[str]], tool: str, outcome: Outcome) -> None:
+    """Run the manager's commands where it is present and answers; else say what to run."""
+    if shutil.which(tool) is None:
+        outcome.todo[:0] = [" ".join(c) for c in commands]
+        return
+    for index, command in enumerate(commands):
+        if not _run(command, outcome):
+            outcome.todo[:0] = [" ".join(c) for c in commands[index:]]
+            return
+
+
+def status() -> dict[str, dict]:
+    found = {}
+    for service in SERVICES:
+        path = unit_dir() / unit_name(service)
+        entry: dict = {"unit": str(path), "installed": path.exists(), "active": None}
+        if path.exists() and manager() == "systemd" and shutil.which("systemctl"):
+            done = subprocess.run(
+                ["systemctl", "--user", "is-active", unit_name(service)],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            said = done.stdout.strip()  # is-active prints a state; a manager that is not
+            # there (no user session bus) prints only an error
+            entry["active"] = said or "unknown: the user's service manager does not answer"
+        found[service] = entry
+    return found
