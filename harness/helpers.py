@@ -289,6 +289,17 @@ def replay(history: Any, record_as: str | None = None) -> None:
         (HISTORIES / f"{record_as}.json").write_text(history.to_json())
 
 
+def temporal_client(steward: Steward):
+    """A client (awaitable) of the session's Temporal server, speaking pydantic like Steward."""
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    return Client.connect(
+        f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}",
+        data_converter=pydantic_data_converter,
+    )
+
+
 def fetch_history(steward: Steward, workflow_id: str, run_id: str | None = None) -> Any:
     import asyncio
 

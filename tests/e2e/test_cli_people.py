@@ -83,3 +83,13 @@ def test_links_and_paths_are_never_broken_at_80_columns(steward, workspace_root)
 
     version = steward("--version")
     assert version.code == 0 and re.fullmatch(r"steward \d+\.\d+\.\S+\n", version.stdout)
+
+
+def test_help_lists_commands_in_the_order_a_user_meets_them_with_examples(steward):
+    listing = steward("--help", env={"COLUMNS": "100"}).stdout
+    order = [re.search(rf"│ {name} ", listing) for name in ("init", "tasks", "launch", "status")]
+    assert all(order) and [m.start() for m in order] == sorted(m.start() for m in order)
+    assert listing.index("│ signoff ") < listing.index("│ server ") < listing.index("│ service ")
+    for command in (["signoff"], ["launch"], ["ramp", "hold"], ["service", "install"]):
+        shown = steward(*command, "--help", env={"COLUMNS": "100"}).stdout
+        assert "Example: steward " + " ".join(command) in shown, shown

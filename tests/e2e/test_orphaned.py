@@ -6,17 +6,14 @@ from __future__ import annotations
 import asyncio
 import shutil
 
-from harness.helpers import fetch_history, make_workspace, pid_alive, replay, wait_for
-
-
-def _client(steward):
-    from temporalio.client import Client
-    from temporalio.contrib.pydantic import pydantic_data_converter
-
-    return Client.connect(
-        f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}",
-        data_converter=pydantic_data_converter,
-    )
+from harness.helpers import (
+    fetch_history,
+    make_workspace,
+    pid_alive,
+    replay,
+    temporal_client,
+    wait_for,
+)
 
 
 def test_a_run_whose_workspace_is_gone_ends_orphaned(steward, workspace_root):
@@ -37,7 +34,7 @@ def test_a_run_whose_workspace_is_gone_ends_orphaned(steward, workspace_root):
     shutil.rmtree(workspace)
 
     async def tend_and_wait():
-        client = await _client(steward)
+        client = await temporal_client(steward)
         handle = client.get_workflow_handle(workflow_id)
         try:  # its worker's watch may have woken the tend already: the run then has ended
             await handle.execute_update(EvalRun.tend)

@@ -63,6 +63,16 @@ def _workspace(steward, root: Path) -> Path:
     return workspace
 
 
+def _hold_scans(workspace: Path) -> Path:
+    """Add a scanner that waits while the returned file exists (the test removes it)."""
+    hold_scan = workspace / "hold-scan"
+    hold_scan.write_text("held by the test\n")
+    (workspace / "held_scanner.py").write_text(HELD_SCANNER.format(hold=str(hold_scan)))
+    with open(workspace / "_steward.yaml", "a") as handle:
+        handle.write("scanners: [held_scanner.py@held]\n")
+    return hold_scan
+
+
 def _scans(workspace: Path) -> list[dict]:
     return [e for e in read_journal(workspace) if e["event"] == "scanned"]
 
@@ -104,11 +114,7 @@ def test_what_completes_during_a_narrow_scan_is_scanned_beside_it(steward, works
     # for the narrow scan: it is scanned beside it with what the budget has left.
     workspace = _workspace(steward, workspace_root)
     (workspace / ".env").write_text("")  # nothing flagged: the signoff needs no ruling
-    hold_scan = workspace / "hold-scan"
-    hold_scan.write_text("held by the test\n")
-    (workspace / "held_scanner.py").write_text(HELD_SCANNER.format(hold=str(hold_scan)))
-    with open(workspace / "_steward.yaml", "a") as handle:
-        handle.write("scanners: [held_scanner.py@held]\n")
+    hold_scan = _hold_scans(workspace)
     launched = steward.ok("launch", cwd=workspace)
 
     def journalled(event: str) -> list[dict]:
@@ -152,11 +158,7 @@ def test_a_signoff_waiting_for_the_scan_when_the_history_fills_still_ends(stewar
     workspace = _workspace(steward, workspace_root)
     (workspace / ".env").write_text("")
     (workspace / "hold-slow").unlink()
-    hold_scan = workspace / "hold-scan"
-    hold_scan.write_text("held by the test\n")
-    (workspace / "held_scanner.py").write_text(HELD_SCANNER.format(hold=str(hold_scan)))
-    with open(workspace / "_steward.yaml", "a") as handle:
-        handle.write("scanners: [held_scanner.py@held]\n")
+    hold_scan = _hold_scans(workspace)
     launched = steward.ok("launch", cwd=workspace)
     steward.wait_phase(workspace, {"finished"})
 

@@ -13,17 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.helpers import make_workspace
-
-
-def _client(steward):
-    from temporalio.client import Client
-    from temporalio.contrib.pydantic import pydantic_data_converter
-
-    return Client.connect(
-        f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}",
-        data_converter=pydantic_data_converter,
-    )
+from harness.helpers import make_workspace, temporal_client
 
 
 def test_the_run_page_says_what_steward_knows(steward, workspace_root):
@@ -35,7 +25,7 @@ def test_the_run_page_says_what_steward_knows(steward, workspace_root):
     steward.ok("tend", cwd=workspace)
 
     async def look():
-        client = await _client(steward)
+        client = await temporal_client(steward)
         handle = client.get_workflow_handle(launched["workflow_id"])
         # The static summary is the first run's (continue-as-new does not carry it over).
         first = client.get_workflow_handle(launched["workflow_id"], run_id=launched["run_id"])
