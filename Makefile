@@ -25,7 +25,7 @@ demo: setup
 	cd $(DEMO) && ../$(BIN)/steward collect
 	cd $(DEMO) && ../$(BIN)/steward signoff --by demo
 	@echo
-	@echo "Web UI:    $$(cd $(DEMO) && ../$(BIN)/steward status --json | $(BIN)/python -c 'import json, sys; print(json.load(sys.stdin)["web_ui"])')"
+	@echo "Web UI:    $$(cd $(DEMO) && ../$(BIN)/steward status --json | ../$(BIN)/python -c 'import json, sys; print(json.load(sys.stdin)["web_ui"])')"
 	@echo "Workspace: $(CURDIR)/$(DEMO) (status.md, journal.jsonl, logs/)"
 	@echo "Steward:   source $(VENV)/bin/activate   (puts steward on your PATH in this shell)"
 	@echo "Stop:      $(BIN)/steward stop   (or: make stop) stops the worker and the Temporal dev server"

@@ -138,20 +138,32 @@ def test_what_the_service_units_run_is_what_commands_find_and_stop(steward, tmp_
     private = _private(steward, tmp_path)
     env = {**private.env}
     log = open(tmp_path / "service.log", "ab")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "worker.service_main", "temporal"], env=env, stdout=log, stderr=log
-    )
-    wait_for(lambda: private("server", "status").code == 0, timeout=60, what="the server")
-    assert private.service_pid("temporal") == server.pid  # exec'd in place: the same process
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "worker.service_main", "worker"], env=env, stdout=log, stderr=log
-    )
-    wait_for(
-        lambda: private.ok("doctor")["ok"] if private("doctor").code == 0 else False,
-        timeout=90,
-        what="the worker to poll",
-    )
-    assert private.service_pid("worker") == worker.pid
-    assert private.ok("worker", "start")["services"][0]["pid"] == worker.pid  # nothing new
-    assert private.ok("stop")["stopped"] == {"worker": True, "temporal": True}
-    assert worker.wait(30) == 0 and server.wait(30) is not None
+    started: list[subprocess.Popen] = []
+    try:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "worker.service_main", "temporal"],
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+        started.append(server)
+        wait_for(lambda: private("server", "status").code == 0, timeout=60, what="the server")
+        assert private.service_pid("temporal") == server.pid  # exec'd in place: the same process
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "worker.service_main", "worker"], env=env, stdout=log, stderr=log
+        )
+        started.append(worker)
+        wait_for(
+            lambda: private.ok("doctor")["ok"] if private("doctor").code == 0 else False,
+            timeout=90,
+            what="the worker to poll",
+        )
+        assert private.service_pid("worker") == worker.pid
+        assert private.ok("worker", "start")["services"][0]["pid"] == worker.pid  # nothing new
+        assert private.ok("stop")["stopped"] == {"worker": True, "temporal": True}
+        assert worker.wait(30) == 0 and server.wait(30) is not None
+    finally:  # what a failed assertion left running must not hold the ports
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
