@@ -13,16 +13,21 @@ SIM_MODEL = "openai-api/sim/echo"
 TASKS = {"alpha": 3000, "beta": 3000, "gamma": 3000}
 
 
+def _ask(worker: dict, *paths: str) -> list:
+    """GET each path of a worker's control socket (httpx.HTTPError when it does not answer)."""
+    transport = httpx.HTTPTransport(uds=worker["socket"])
+    with httpx.Client(transport=transport, base_url="http://inspect") as client:
+        return [client.get(path, timeout=5).json() for path in paths]
+
+
 def _ceilings(state: dict) -> dict[str, int]:
     """Each live worker's adaptive-connection ceiling, asked of its control socket."""
     ceilings = {}
     for worker_id, worker in state["workers"].items():
-        transport = httpx.HTTPTransport(uds=worker["socket"])
-        with httpx.Client(transport=transport, base_url="http://inspect") as client:
-            try:
-                config = client.get("/config", timeout=5).json()
-            except httpx.HTTPError:
-                continue  # not answering yet
+        try:
+            [config] = _ask(worker, "/config")
+        except httpx.HTTPError:
+            continue  # not answering yet
         adaptive = [a["max"] for a in config.get("adaptive") or []]
         if adaptive:
             ceilings[worker_id] = max(adaptive)
@@ -35,16 +40,12 @@ def _connections_seen(steward, workspace, endpoint: str) -> str:
     state = steward.state(workspace)
     workers = {}
     for worker_id, worker in state["workers"].items():
-        transport = httpx.HTTPTransport(uds=worker["socket"])
-        with httpx.Client(transport=transport, base_url="http://inspect") as client:
-            try:
-                rows = client.get("/tasks", timeout=5).json()
-                configs = [
-                    client.get(f"/tasks/{r['task_id']}/config", timeout=5).json() for r in rows
-                ]
-            except httpx.HTTPError as error:
-                workers[worker_id] = repr(error)
-                continue
+        try:
+            [rows] = _ask(worker, "/tasks")
+            configs = _ask(worker, *(f"/tasks/{r['task_id']}/config" for r in rows))
+        except httpx.HTTPError as error:
+            workers[worker_id] = repr(error)
+            continue
         workers[worker_id] = [
             (
                 r["samples"].get("in_flight"),
