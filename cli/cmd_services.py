@@ -77,11 +77,7 @@ def server_stop(as_json: JsonOpt = False) -> None:
     The worker goes first, so it is never left polling a server that is gone.
     """
     worker, server = _stop_both()
-    emit(
-        as_json,
-        {"ok": True, "stopped": server, "worker_stopped": worker},
-        lambda: console.print(_stopped_text(worker, server)),
-    )
+    _stopped_both(as_json, {"stopped": server, "worker_stopped": worker}, worker, server)
 
 
 @command
@@ -92,11 +88,7 @@ def stop(as_json: JsonOpt = False) -> None:
     needs them) starts the services again, and the new worker adopts the task workers.
     """
     worker, server = _stop_both()
-    emit(
-        as_json,
-        {"ok": True, "stopped": {"worker": worker, "temporal": server}},
-        lambda: console.print(_stopped_text(worker, server)),
-    )
+    _stopped_both(as_json, {"stopped": {"worker": worker, "temporal": server}}, worker, server)
 
 
 def _stop_both() -> tuple[bool, bool]:
@@ -104,10 +96,14 @@ def _stop_both() -> tuple[bool, bool]:
     return embedded.stop_worker(), embedded.stop_server()
 
 
-def _stopped_text(worker: bool, server: bool) -> str:
-    return (
-        f"Steward worker: {'stopped' if worker else 'not running'}. "
-        f"Temporal dev server: {'stopped' if server else 'not running'}."
+def _stopped_both(as_json: bool, document: dict, worker: bool, server: bool) -> None:
+    emit(
+        as_json,
+        {"ok": True, **document},
+        lambda: console.print(
+            f"Steward worker: {'stopped' if worker else 'not running'}. "
+            f"Temporal dev server: {'stopped' if server else 'not running'}."
+        ),
     )
 
 
@@ -185,7 +181,10 @@ def service_install(as_json: JsonOpt = False) -> None:
     from worker.connect import data_dir
 
     machine_options()  # a broken options file is refused before anything is written
-    outcome = service_units.install(data_dir())
+    try:
+        outcome = service_units.install(data_dir())
+    except service_units.UnitsError as err:
+        raise bad_input(str(err)) from err
     emit(as_json, {"ok": True, **outcome.as_dict()}, lambda: _print_outcome(outcome))
 
 

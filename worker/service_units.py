@@ -135,17 +135,32 @@ def _run(command: list[str], outcome: Outcome) -> bool:
     return done.returncode == 0
 
 
+class UnitsError(Exception):
+    """The units cannot be written; the message names the place and the fix."""
+
+
 def install(data: Path, python: str = sys.executable) -> Outcome:
     outcome = Outcome(manager())
     directory = unit_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    for service in SERVICES:
-        path = directory / unit_name(service)
-        if outcome.manager == "launchd":
-            path.write_bytes(launchd_plist(service, python, data))
-        else:
-            path.write_text(systemd_unit(service, python, data))
-        outcome.written.append(str(path))
+    contents = {
+        directory / unit_name(service): launchd_plist(service, python, data)
+        if outcome.manager == "launchd"
+        else systemd_unit(service, python, data).encode()
+        for service in SERVICES
+    }
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for path, content in contents.items():
+            path.write_bytes(content)
+            outcome.written.append(str(path))
+    except OSError as err:
+        for written in outcome.written:  # both units or neither
+            Path(written).unlink(missing_ok=True)
+        where = "XDG_CONFIG_HOME" if outcome.manager == "systemd" else "your home directory"
+        raise UnitsError(
+            f"Cannot write the service units in {directory} ({err.strerror or err}); "
+            f"make it writable or point {where} elsewhere."
+        ) from err
     if outcome.manager == "launchd":
         commands = [["launchctl", "load", "-w", p] for p in outcome.written]
         tool = "launchctl"

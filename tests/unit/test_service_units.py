@@ -77,3 +77,10 @@ def test_launchd_agents_parse_and_restart_on_failure_only(tmp_path):
     ]
     assert plist["EnvironmentVariables"]["STEWARD_DATA_DIR"] == str(tmp_path)
     assert plist["RunAtLoad"] is True and plist["KeepAlive"] == {"SuccessfulExit": False}
+
+
+def test_units_that_cannot_be_written_are_refused_and_none_is_left(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/proc/forbidden")
+    monkeypatch.setattr(service_units, "manager", lambda: "systemd")
+    with pytest.raises(service_units.UnitsError, match="/proc/forbidden/systemd/user"):
+        service_units.install(tmp_path)
