@@ -39,7 +39,11 @@ def main(which: str) -> None:
             asyncio.run(serve(target, embedded.worker_ready_marker()))
         finally:
             (data_dir() / "worker.pid").unlink(missing_ok=True)
-        return
+        # A clean stop exits 0 without interpreter teardown, where Temporal's runtime can abort
+        # the process (sdk-python#300): a manager restarting on failure would restart it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     raise SystemExit(f"usage: python -m worker.service_main temporal|worker (not {which!r})")
 
 
