@@ -88,9 +88,9 @@ def scan_transcripts(
     model LLM scanners use; None uses each log's own eval model (one scan per distinct model).
     `scanners` are extra scanners, `registered_name` or `file.py@name`. Relative paths (logs,
     results_dir, scanner files) are taken from `cwd`, by default the process's.
-    `max_connections`: transcripts scanned at once, which is also the model connections the
-    scan holds (the run's provider budget gives it; None: scout's default of 25). `shard`:
-    scan only this process's share of the transcripts (activities/scan_parts.py). Raises
+    `max_connections`: the model connections the scan holds, from the run's provider budget
+    (None: scout's default of 25); transcripts_in_flight says how many transcripts it works
+    on at once. `shard`: scan only this process's share of the transcripts (activities/scan_parts.py). Raises
     ScanRequestError for a bad spec or log, ScanFailed when a scanner errors. Call it from a
     thread without a running event loop; it reads `scout.yaml` and `.env` from the process's
     working directory, as scout does.
@@ -101,6 +101,7 @@ def scan_transcripts(
     base_dir = Path(cwd) if cwd else Path.cwd()
     logs = _existing_logs(log_paths, base_dir)
 
+    from inspect_ai.model import GenerateConfig
     from inspect_scout import log_columns, scan, transcripts_from
 
     from .scout_templates import cache_compiled_templates
@@ -142,7 +143,9 @@ def scan_transcripts(
             # One process: Steward's hosts are busy running evals, and a forked pool would
             # re-import the user's scanner files in every worker.
             max_processes=1,
-            max_transcripts=max_connections,
+            max_transcripts=transcripts_in_flight(max_connections),
+            # The connections stay what the budget gave; the transcripts are more (see there).
+            model_config=GenerateConfig(max_connections=max_connections),
             display="none",
         )
         _raise_for_errors(status)
@@ -150,6 +153,20 @@ def scan_transcripts(
     return sorted(
         findings, key=lambda f: (f["log"], f["task"], f["sample_id"], f["epoch"], f["scanner"])
     )
+
+
+def transcripts_in_flight(max_connections: int | None) -> int | None:
+    """Transcripts a scan works on at once for `max_connections` model connections.
+
+    A transcript holds a connection only while its prompt is out: it is also read, rendered and
+    recorded (~20 ms of CPU here), and with exactly as many transcripts as connections the
+    connections wait for that CPU, so the provider saw dips to half the budget as answers
+    arrived together (0.83 of capacity in one process). Half again as many transcripts keeps a
+    prompt waiting for each connection that frees up; the model's own limit stays
+    `max_connections`, so the provider never sees more than the budget."""
+    if max_connections is None:
+        return None
+    return max_connections + (max_connections + 1) // 2
 
 
 def scoring_integrity_scanner() -> Any:

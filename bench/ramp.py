@@ -15,7 +15,11 @@ ends with one JSON line: plain_rps, ramp_rps (Steward, case a), ramp_ratio (Stew
 cpu_plain_rps, cpu_steward_rps, cpu_ratio, first_request_s, to_90pct_s, plain_first_request_s,
 plain_to_90pct_s, launch_s, steward_429s, plain_429s, samples_cancelled,
 last_sample_to_finished_s, last_sample_to_scanned_s, scan_rps (scanner prompts answered per
-second while the scan ran), scan_capacity_ratio, capacity_rps, cpu_capacity_rps, samples.
+second from the first to the last, part of it beside running tasks, inside their budget),
+scan_full_budget_rps (the same once no eval work is left: the scan at the run's whole budget),
+scan_capacity_ratio (scan_full_budget_rps / capacity; scan_overall_capacity_ratio is scan_rps's),
+scanned_after_last_sample, finish_target_s (10 s + that many prompts at capacity: the bound on
+last_sample_to_scanned_s), capacity_rps, cpu_capacity_rps, samples.
 
     .venv/bin/python -m bench.ramp [--scale 1.0] [--plot bench/ramp.png]
 """
@@ -67,6 +71,11 @@ def run_case(root: Path, case: Case) -> dict[str, dict]:
             first_request=trace.first_request_after(result["work_start"]),
             to_90pct=trace.at_share_of_capacity_after(result["work_start"], case.concurrency),
             scan_rps=trace.scan_rate(),
+        )
+        result["scan_full_rps"], result["scanned_after_last"] = trace.scan_rate_after(
+            result["start"] + result["seconds"]
+        )
+        result.update(
             served_rate=trace.served_rate(),
         )
         results[way] = result
@@ -163,6 +172,10 @@ def main() -> None:
     (a, prov), (b, cpu) = runs
     steward, plain = prov["steward"], prov["plain"]
     scan_rps = None if steward["scan_problem"] else steward["scan_rps"]
+    scan_full = None if steward["scan_problem"] else steward["scan_full_rps"]
+    # The issue's bound on the wait after the last sample: 10 s plus what was left to scan
+    # then, at the provider's capacity.
+    finish_target = 10 + steward["scanned_after_last"] / a.capacity_rps
     print(
         json.dumps(
             {
@@ -185,7 +198,13 @@ def main() -> None:
                 "last_sample_to_finished_s": _round(steward["to_finished"] - steward["seconds"]),
                 "last_sample_to_scanned_s": _round(steward["to_scanned"] - steward["seconds"]),
                 "scan_rps": _round(scan_rps),
-                "scan_capacity_ratio": _round(scan_rps / a.capacity_rps if scan_rps else None, 3),
+                "scan_full_budget_rps": _round(scan_full),
+                "scan_capacity_ratio": _round(scan_full / a.capacity_rps if scan_full else None, 3),
+                "scan_overall_capacity_ratio": _round(
+                    scan_rps / a.capacity_rps if scan_rps else None, 3
+                ),
+                "scanned_after_last_sample": steward["scanned_after_last"],
+                "finish_target_s": _round(finish_target),
                 "scan_failed": bool(steward["scan_problem"]),
                 "budget": steward["budget"],
                 "samples": a.samples,

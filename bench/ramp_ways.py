@@ -77,6 +77,21 @@ class Trace:
         last = next(p for p in self.points if p[4] == scanning[-1][1])
         return (last[4] - first[4]) / max(SAMPLE_EVERY_S, last[0] - first[0])
 
+    def scan_rate_after(self, mark: float) -> tuple[float | None, int]:
+        """Scanner prompts answered per second once `mark` has passed (from the first one
+        after it to the last), and how many were answered after it. With `mark` the last
+        sample this is the scan at the run's whole budget, with no eval work beside it."""
+        after = [p for p in self.points if p[0] >= mark]
+        if not after:
+            return None, 0
+        base = after[0][4]
+        moving = [p for p in after if p[4] > base]
+        if len(moving) < 2:
+            return None, (moving[-1][4] - base) if moving else 0
+        first, last = moving[0], next(p for p in after if p[4] == moving[-1][4])
+        rate = (last[4] - first[4]) / max(SAMPLE_EVERY_S, last[0] - first[0])
+        return rate, last[4] - base
+
     def served_rate(self, window: float = 2.0) -> list[tuple[float, float]]:
         """Answers per second over a trailing window, at each point."""
         rates, start = [], 0

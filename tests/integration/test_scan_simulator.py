@@ -170,3 +170,49 @@ def test_the_packaged_encodings_load_in_tiktoken_from_a_cache_directory_already_
     assert o200k.encode("hello world") == [24912, 2375]
     assert cl100k.encode("hello world") == [15339, 1917]
     assert o200k.decode(o200k.encode("Steward signs off ✓")) == "Steward signs off ✓"
+
+
+async def test_a_scan_keeps_more_transcripts_than_connections_but_only_its_connections_out(
+    simulator: str, offline: Path, tmp_path: Path
+):
+    """The scan works on transcripts_in_flight(n) transcripts at once, yet the provider sees at
+    most n of its prompts: a simulator that admits exactly 2 in flight answers all 12 without a
+    single 429, and sees 2 at once (the activity's path: its forked parts share the 2)."""
+    from inspect_ai import Task, eval_async
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate
+
+    from activities.scan import transcripts_in_flight
+    from worker.provider_simulator import spawn
+
+    assert transcripts_in_flight(2) == 3 and transcripts_in_flight(None) is None
+    words = [f"w{i}" for i in range(12)]
+    task = Task(
+        name="twelve",
+        dataset=[Sample(id=w, input=f"Reply with: {w}", target=w) for w in words],
+        solver=generate(),
+        scorer=match(),
+    )
+    (log,) = await eval_async(task, model=SIM_MODEL, log_dir=str(tmp_path / "logs"))
+    narrow, url = spawn(
+        tmp_path / "narrow.port", latency=0.3, jitter=0.0, concurrency=2, retry_after=1,
+        scan_flag_rate=0.0,
+    )  # fmt: skip
+    try:
+        os.environ["SIM_BASE_URL"] = f"{url}/v1"  # monkeypatched by `offline`: restored after
+        await scan_transcripts_activity(
+            {
+                "log_paths": [log.location],
+                "results_dir": str(tmp_path / "scans"),
+                "scan_model": SIM_MODEL,
+                "scanners": [],
+                "cwd": str(tmp_path),
+                "max_connections": 2,
+            }
+        )
+        stats = httpx.get(f"{url}/admin/stats").json()
+    finally:
+        narrow.kill()
+        narrow.wait()
+    assert (stats["scanned"], stats["rate_limited"], stats["peak_in_flight"]) == (12, 0, 2)
