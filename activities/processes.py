@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from workflows.activity_io import SpawnRequest, StopRequest, StopResult
 from workflows.contracts import WorkerProcess
@@ -21,6 +22,7 @@ from workflows.layout import workers_dir_of
 from workflows.names import Activity
 
 from .control_socket import socket_path
+from .log_owners import OWNER_ENV, Claim, Disowned, take
 from .paths import write_atomic
 from .runner_launch import runner_launch, selection_document, worker_steering
 from .runner_process import forking
@@ -170,6 +172,20 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
         record_path, {"state": "spawning", "selection": str(selection), "output": str(output)}
     )
     command, env = runner_launch(request.definition, worker_steering(selection, request.workspace))
+    if request.claim_logs:
+        claim = Claim(
+            log_dir=request.log_dir,
+            run=request.eval_set_id,
+            worker_id=request.worker_id,
+            host=request.host,
+            identifiers=tuple(t.identifier for t in request.tasks),
+        )
+        try:
+            take(claim)
+        except Disowned as err:
+            record_path.unlink(missing_ok=True)
+            raise ApplicationError(str(err), non_retryable=True) from err
+        env[OWNER_ENV] = claim.to_env()
     pid = _start(command, env, request.workspace, output)
     worker = WorkerProcess(
         worker_id=request.worker_id,

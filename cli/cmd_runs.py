@@ -12,7 +12,7 @@ from . import render
 from .context import ready_machine
 from .output import command, console, emit
 from .params import ByOpt, JsonOpt, who
-from .run_list import delete_run, list_runs
+from .run_list import delete_run, list_hosts, list_runs
 
 
 def runs_main(ctx: typer.Context, as_json: JsonOpt = False) -> None:
@@ -45,3 +45,11 @@ def runs_delete(
         {"ok": True, "deleted": workflow_id},
         lambda: console.print(f"Deleted {workflow_id} from the list.", highlight=False),
     )
+
+
+@command
+def hosts(as_json: JsonOpt = False) -> None:
+    """The hosts whose Steward workers announced themselves on this Temporal namespace: what
+    each offers, when it was last heard, and the task workers of running runs on it."""
+    rows = asyncio.run(list_hosts(ready_machine(quiet=as_json)))
+    emit(as_json, {"ok": True, "hosts": rows}, lambda: render.print_hosts(rows))

@@ -9,7 +9,7 @@ from rich.table import Table
 from workflows.contracts import TERMINAL_PHASES, RunStatus, TaskSpec, TendSummary
 from workflows.eval_run_state import describe_state, unsupervised
 from workflows.options import format_duration
-from workflows.status_view import connection_lines, cost_line, scan_line, task_rows
+from workflows.status_view import connection_lines, cost_line, hosts_line, scan_line, task_rows
 from workflows.worker_watch import rulings_waiting
 
 from .output import console
@@ -82,7 +82,7 @@ def task_table(status: RunStatus, title: str | None = None) -> Table:
     for row in task_rows(status.state.tasks):
         table.add_row(
             f"{row['task']}\n[dim]{row['model']}[/]",
-            row["phase"],
+            row["phase"] + (f"\n[dim]on {row['host']}[/]" if row["host"] else ""),
             f"{row['done']}/{row['total']}",
             str(row["errored"]),
             str(row["in_flight"]),
@@ -121,6 +121,9 @@ def print_status(status: RunStatus) -> None:
     scanned = scan_line(state)
     if scanned:
         console.print(f"scan: {scanned}", highlight=False)
+    placed = hosts_line(state)
+    if placed:
+        console.print(f"hosts: {placed}", highlight=False)
     for line in connection_lines(state):
         console.print(f"connections: {line}", highlight=False)
     spent = cost_line(state)
@@ -218,6 +221,28 @@ def print_runs(rows: list[dict]) -> None:
             highlight=False,
             markup=False,
         )
+
+
+def print_hosts(rows: list[dict]) -> None:
+    if not rows:
+        console.print(
+            "No host has announced itself: start `steward worker` on each host.", highlight=False
+        )
+        return
+    table = Table()
+    for column in ("host", "state", "heard", "cpus", "memory", "task workers", "versions"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["host_id"],
+            row["state"],
+            f"{row['silent_s']:.0f} s ago",
+            str(row["cpus"]),
+            f"{row['memory_gb']:g} GiB",
+            str(row["task_workers"]),
+            f"steward {row['steward_version'] or '?'} · inspect {row['inspect_version'] or '?'}",
+        )
+    console.print(table)
 
 
 def print_collect(document: dict) -> None:

@@ -27,6 +27,52 @@ async def ledger_views(client) -> list[LedgerView]:
     return views
 
 
+async def list_hosts(target: Target) -> list[dict]:
+    """The hosts the registry knows, each with how long it has been silent and how many task
+    workers of running runs it holds now."""
+    from datetime import UTC, datetime
+
+    from temporalio.service import RPCError
+
+    from workflows.host_registry import HOST_REGISTRY_ID, HostRegistry
+    from workflows.hosts import SILENT_AFTER_S, silent_for
+
+    client = await client_for(target)
+    try:
+        hosts = await client.get_workflow_handle_for(HostRegistry.run, HOST_REGISTRY_ID).query(
+            HostRegistry.hosts
+        )
+    except RPCError:
+        hosts = []
+    placed: dict[str, int] = {}
+    query = f"WorkflowType = '{WorkflowType.EVAL_RUN}' AND ExecutionStatus = 'Running'"
+    async for execution in client.list_workflows(query):
+        try:
+            status = await client.get_workflow_handle(execution.id).query(EvalRun.status)
+        except RPCError:
+            continue
+        for worker in status.state.workers.values():
+            key = worker.queue or status.host_queue
+            placed[key] = placed.get(key, 0) + 1
+    now = datetime.now(UTC)
+    rows = []
+    for host in hosts:
+        silent = silent_for(host, now)
+        rows.append(
+            {
+                **host.model_dump(mode="json"),
+                "state": "stopping"
+                if host.stopping
+                else "live"
+                if silent < SILENT_AFTER_S
+                else "silent",
+                "silent_s": round(silent, 1),
+                "task_workers": placed.get(host.queue, 0),
+            }
+        )
+    return rows
+
+
 async def list_runs(target: Target) -> list[dict]:
     client = await client_for(target)
     queue: dict[str, tuple[int, str]] = {}

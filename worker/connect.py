@@ -20,11 +20,15 @@ def data_dir() -> Path:
     return path
 
 
+def host_id() -> str:
+    """This host's name among hosts: STEWARD_HOST_ID, else the machine's name."""
+    return os.environ.get("STEWARD_HOST_ID") or socket.gethostname()
+
+
 def host_queue() -> str:
     """The task queue for activities that touch this host's processes and files."""
-    host = os.environ.get("STEWARD_HOST_ID") or socket.gethostname()
     scope = hashlib.sha256(str(data_dir().resolve()).encode()).hexdigest()[:8]
-    return f"steward-host-{host}-{scope}"
+    return f"steward-host-{host_id()}-{scope}"
 
 
 class ConnectError(Exception):

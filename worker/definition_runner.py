@@ -181,6 +181,9 @@ def main(argv: list[str]) -> None:
     from worker import approver
 
     approver.follow_environment()  # a forked worker's environment is its own only now
+    from activities import log_owners
+
+    log_owners.guard()  # a worker whose task logs a later worker claimed stops at once
 
     sys.path.insert(0, str(definition.resolve().parent))
     sys.argv = [str(definition)]

@@ -21,6 +21,7 @@ from activities import forkserver
 from activities.capacity import probe_capacity, reap_sandboxes_activity, request_admission
 from activities.capture import capture_definition
 from activities.credentials import check_credentials
+from activities.hosts import list_hosts
 from activities.log_curation import curate_logs, tidy_logs
 from activities.log_store import fetch_from_store, move_logs
 from activities.notify import notify
@@ -37,10 +38,12 @@ from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.credentials import CredentialsCheck
 from workflows.eval_run import EvalRun
+from workflows.host_registry import HostRegistry
 from workflows.preflight import Preflight
 from workflows.provider_ledger import ProviderLedger
 
 from .connect import Target, connect, host_queue
+from .host_presence import keep_present
 
 ACTIVITIES = [
     apply_actions,
@@ -50,6 +53,7 @@ ACTIVITIES = [
     curate_logs,
     exchange_provider_budgets,
     fetch_from_store,
+    list_hosts,
     move_logs,
     notify,
     observe_run,
@@ -65,7 +69,7 @@ ACTIVITIES = [
     watch_worker,
     write_workspace,
 ]
-WORKFLOWS = [EvalRun, CapacityLedger, CredentialsCheck, ProviderLedger, Preflight]
+WORKFLOWS = [EvalRun, CapacityLedger, CredentialsCheck, ProviderLedger, Preflight, HostRegistry]
 log = structlog.get_logger("steward.worker")
 READY_WAIT_S = 20.0  # for the fork server's warm-up before the worker says it is ready
 
@@ -126,10 +130,14 @@ async def serve(target: Target, ready_file: Path | None = None) -> None:
         await asyncio.wait([warming], timeout=READY_WAIT_S)
         if ready_file is not None:
             ready_file.write_text("ready\n")
+        presence = asyncio.create_task(keep_present(client, stop))
         stopper = asyncio.create_task(stop.wait())
         await asyncio.wait([stopper, *runs], return_when=asyncio.FIRST_COMPLETED)
         log.info("worker stopping")
-        await asyncio.gather(*(w.shutdown() for w in workers), warming, return_exceptions=True)
+        stop.set()  # a worker that ended by itself says so too
+        await asyncio.gather(
+            *(w.shutdown() for w in workers), warming, presence, return_exceptions=True
+        )
         for run in runs:
             if run.done() and run.exception():
                 raise run.exception()  # type: ignore[misc]

@@ -38,6 +38,8 @@ class SpawnRequest(BaseModel):
     tasks: list[SelectedTask]
     # budget-v1: the worker's adaptive-connection bounds (its share of the provider budget).
     connections: ConnectionShare | None = None
+    host: str = ""  # hosts: the host it is placed on (empty: the workspace's)
+    claim_logs: bool = False  # hosts: claim its task logs (activities/log_owners.py) first
 
 
 class ObserveRequest(BaseModel):

@@ -80,6 +80,10 @@ class WorkerProcess(BaseModel):
     socket: str  # Inspect control socket
     output: str  # stdout/stderr file
     started_at: datetime
+    # hosts: where it runs when not on the workspace's host (its host id and activity queue;
+    # empty: the workspace's host, whose queue is the run's own)
+    host: str = ""
+    queue: str = ""
 
 
 # ---------- observation ----------
@@ -155,6 +159,7 @@ class TaskState(BaseModel):
     usage: dict[str, ModelTokens] = Field(default_factory=dict)  # its log's tokens per model
     extending: str | None = None  # a complete log that now holds too little (a relaunch grew it)
     exit_cause: str | None = None  # the exception line its last dead worker's own log ended with
+    host: str | None = None  # hosts: the host its last worker ran on (its respawn goes back)
 
 
 class JournalEvent(BaseModel):
@@ -189,6 +194,10 @@ class RunSettings(BaseModel):
     kubernetes_namespace: str | None = None
     prices: dict[str, Price] = Field(default_factory=dict)
     cost_cap: CostCap | None = None
+    # Hosts the task workers may be placed on (None: the workspace's host only; workflows/
+    # placement.py), and how long a silent host stays its tasks' home.
+    hosts: list[str] | Literal["any"] | None = None
+    host_timeout: float = 120.0
 
 
 class RunInput(BaseModel):
@@ -246,6 +255,7 @@ class RunState(BaseModel):
     max_tasks: int | None = None  # tasks running at once (the definition's); None: all
     tasks: list[TaskState] = Field(default_factory=list)
     workers: dict[str, WorkerProcess] = Field(default_factory=dict)
+    lost_hosts: dict[str, datetime] = Field(default_factory=dict)  # host -> last heard, lost
     worker_counter: int = 0
     tend_count: int = 0
     started_at: datetime | None = None
@@ -292,7 +302,14 @@ class RunState(BaseModel):
 
 class Notice(BaseModel):
     kind: Literal[
-        "decision", "finished", "tend_failed", "heartbeat", "signed_off", "cancelled", "orphaned"
+        "decision",
+        "finished",
+        "tend_failed",
+        "heartbeat",
+        "signed_off",
+        "cancelled",
+        "orphaned",
+        "host_lost",
     ]
     text: str
 
@@ -331,6 +348,7 @@ class RunStatus(BaseModel):
     state: RunState
     tend_interval: float
     web_ui: str | None = None
+    host_queue: str = ""  # the workspace's host (a worker with no queue of its own runs there)
     # Filled in by the reader from the watches' heartbeats (workflows/worker_watch.py):
     live: list[WorkerPulse] = Field(default_factory=list)
     progress_at: dict[str, datetime] = Field(default_factory=dict)  # identifier -> as of when

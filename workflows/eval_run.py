@@ -22,6 +22,7 @@ Where each concern lives (each module takes one `RunContext`, eval_run_context.p
 | eval_run_change.py | relaunch (amend), drift, log-store reuse |
 | eval_run_lifecycle.py | capture, signoff, cancel |
 | eval_run_workers.py | spawning and stopping task workers |
+| eval_run_hosts.py | placing task workers on other hosts (`hosts`), and losing a host |
 | eval_run_watch.py | one heartbeating watch activity per worker: exits, hangs, lingering wake the run |
 | eval_run_scan.py | the integrity scan beside the run: each complete task's logs, its end wakes the run |
 | eval_run_views.py, eval_run_state.py | what queries and renderers show (pure) |
@@ -44,8 +45,8 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from . import eval_run_capacity as run_capacity
     from . import eval_run_change as change
+    from . import eval_run_hosts, eval_run_scan, rulings
     from . import eval_run_lifecycle as lifecycle
-    from . import eval_run_scan, rulings
     from . import eval_run_tend as tending
     from . import eval_run_triage as triage
     from . import eval_run_views as views
@@ -68,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
     from .delta import AmendRequest, AmendResult
     from .eval_run_context import Patches, RunContext
     from .eval_run_watch import watch_all
+    from .hosts import HostLost
     from .names import Signal, WorkflowType
     from .rulings import RuleRequest, RuleResult
 
@@ -308,6 +310,11 @@ class EvalRun:
             return
         run_capacity.granted(ctx, admission, "pumped")
         ctx.wake = True
+
+    @workflow.signal(name=Signal.HOST_LOST)
+    def host_lost(self, loss: HostLost) -> None:
+        """The host registry: a host this run's workers are on has gone silent."""
+        eval_run_hosts.lost(self._ctx, loss)
 
     # ---------------------------------------------------------------- decisions
     @workflow.update

@@ -10,8 +10,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import connection_plan, provider_budget
-    from .activity_io import BudgetAnswer, BudgetCall, SetpointChange, SetpointRequest
+    from . import connection_plan, eval_run_hosts, provider_budget
+    from .activity_io import BudgetAnswer, BudgetCall, SetpointChange
     from .contracts import Observation, TaskState
     from .eval_run_context import RunContext, cause_of
     from .names import Activity
@@ -101,9 +101,7 @@ async def make_room_for_scan(ctx: RunContext, beside: list[str] | None = None) -
 async def _apply(ctx: RunContext, changes: list[SetpointChange]) -> None:
     if not changes:
         return
-    problems = await ctx.activity(
-        Activity.APPLY_SETPOINTS, SetpointRequest(changes=changes), result_type=list[str]
-    )
+    problems = await eval_run_hosts.apply_setpoints(ctx, changes)
     if problems:
         ctx.journal("connection ceiling not applied", problems=problems)
 

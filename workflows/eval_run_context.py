@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
     )
     from .eval_run_state import effective_interval, visible_state, waits_for_commands
+    from .hosts import HostLost
     from .names import Activity, SearchKey
 
 # Until it succeeds: the run waits for its host rather than failing.
@@ -96,6 +97,8 @@ class RunContext:
         self.rearm = False  # the timer changed: wait again with the new one
         self.watches: dict[str, asyncio.Task[None]] = {}  # worker id -> its watch loop
         self.worker_ends: list[WorkerEnd] = []  # what the watches reported since the last tend
+        self.lost_hosts: list[HostLost] = []  # hosts: losses the next tend handles
+        self.subscribed_hosts: list[str] = []  # hosts: what the registry was last told
         self.scanning = False  # the integrity scan runs (a signoff waits for it)
         self.scans_running = 0  # scan-pair-v1: how many (a second may run beside the first)
         self.scan_job: asyncio.Task[None] | None = None  # scan-v2: the scan beside the run
@@ -144,9 +147,13 @@ class RunContext:
         timeout: timedelta | None = None,
         heartbeat: timedelta | None = None,
         attempts: int | None = None,
+        queue: str = "",
+        start_within: timedelta | None = None,
     ) -> Any:
-        """Run an activity on the host queue. Without `attempts` it is retried until it
-        succeeds (the run waits for its host); with it, the caller handles the failure."""
+        """Run an activity on the host queue (`queue`: another host's, where a task worker
+        runs). Without `attempts` it is retried until it succeeds (the run waits for its
+        host); with it, the caller handles the failure. On another host it must also start
+        within the run's host_timeout: a host that is gone fails it, it does not hold the run."""
         retry = (
             UNTIL_DONE
             if attempts is None
@@ -156,8 +163,11 @@ class RunContext:
             return await workflow.execute_activity(
                 name,
                 arg,
-                task_queue=self.input.host_queue,
+                task_queue=queue or self.input.host_queue,
                 result_type=result_type,
+                schedule_to_start_timeout=(
+                    start_within or timedelta(seconds=self.settings.host_timeout) if queue else None
+                ),
                 # Short: if the Steward worker dies mid-activity, the retry should come soon.
                 start_to_close_timeout=timeout or timedelta(seconds=60),
                 heartbeat_timeout=heartbeat,
@@ -187,6 +197,7 @@ class RunContext:
             state=self.state.model_copy(update={"pending_journal": []}),
             tend_interval=self.settings.tend_interval,
             web_ui=self.input.web_ui,
+            host_queue=self.input.host_queue,
         )
 
     async def write_workspace(self) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from . import notices
-    from .activity_io import LiveOptions, LiveOptionsRequest, SetpointRequest
+    from . import eval_run_hosts, notices
+    from .activity_io import LiveOptions, LiveOptionsRequest
     from .contracts import Observation
     from .eval_run_capacity import resize_reservation
     from .eval_run_change import follow_drift
@@ -40,9 +40,7 @@ async def ramp(ctx: RunContext, observation: Observation) -> dict[str, RampWindo
     )
     ctx.journal_events(plan.events)
     if plan.changes:
-        problems = await ctx.activity(
-            Activity.APPLY_SETPOINTS, SetpointRequest(changes=plan.changes), result_type=list[str]
-        )
+        problems = await eval_run_hosts.apply_setpoints(ctx, plan.changes)
         if problems:
             ctx.journal("setpoint not applied", problems=problems)
     if ctx.patches.capacity and state.capacity.admitted:

@@ -13,7 +13,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import eval_run_budget, eval_run_scan, healing, notices, policy
+    from . import eval_run_budget, eval_run_hosts, eval_run_scan, healing, notices, policy
     from .activity_io import AnomalyRequest, ObserveRequest, TidyRequest, WorkerEnd
     from .contracts import ENDING_PHASES, Notice, Observation, TendSummary
     from .eval_run_capacity import account_capacity, admit, needs_admission, queued, release
@@ -39,9 +39,13 @@ async def tend(ctx: RunContext) -> TendSummary:
     )
     if nothing_to_tend(ctx):
         return summary
+    if ctx.lost_hosts:
+        eval_run_hosts.forget_lost_workers(ctx, summary)
     ends, ctx.worker_ends = ctx.worker_ends, []
     try:
         observation = await _observe(ctx)
+        if eval_run_hosts.placing(ctx):
+            await eval_run_hosts.observe_remote(ctx, observation, ends)
     except ActivityError as err:
         ctx.worker_ends[:0] = ends  # for the next tend
         summary.problem = f"observing the run failed: {cause_of(err)}"
@@ -88,15 +92,16 @@ async def tend(ctx: RunContext) -> TendSummary:
 
 async def _observe(ctx: RunContext) -> Observation:
     state, decisions_on = ctx.state, ctx.patches.decisions
+    home = [w for w in state.workers.values() if not w.queue]  # hosts: the rest is theirs
     request = ObserveRequest(
         log_dir=state.log_dir,
-        workers=list(state.workers.values()),
+        workers=home,
         tasks=[t.spec for t in policy.open_tasks(state)],
         anomalies=AnomalyRequest(
             workspace=ctx.workspace,
             log_dir=state.log_dir,
             tasks=[t.spec for t in state.tasks],
-            workers=list(state.workers.values()),
+            workers=home,
             stuck_after=ctx.settings.stuck_after,
             suspects=healing.suspect_refs(state.triage) if ctx.patches.heal else [],
         )
@@ -170,8 +175,10 @@ async def _start_work(ctx: RunContext, summary: TendSummary) -> None:
     if ctx.patches.budget and groups:
         await eval_run_budget.seed(ctx)
         shares = await eval_run_budget.shares_for(ctx, groups)
-    for group, share in zip(groups, shares, strict=True):
-        summary.spawned.extend(await spawn(ctx, group, share))
+    hosts = await eval_run_hosts.placements(ctx, groups)
+    for group, share, host in zip(groups, shares, hosts, strict=True):
+        summary.spawned.extend(await spawn(ctx, group, share, host))
+    await eval_run_hosts.subscribe(ctx)
 
 
 async def _settle_phase(ctx: RunContext) -> None:

@@ -16,13 +16,15 @@ import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import connection_plan
+    from . import connection_plan, eval_run_hosts
     from .activity_io import CONNECTION_ENDS, WatchRequest, WorkerEnd
-    from .contracts import TERMINAL_PHASES
+    from .contracts import TERMINAL_PHASES, WorkerProcess
     from .decisions import Anomaly
     from .eval_run_context import RunContext
+    from .hosts import HostLost
     from .names import Activity
 
 # A watch heartbeats every few seconds; one silent this long is restarted by Temporal (on a
@@ -56,27 +58,18 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
         worker = ctx.state.workers.get(worker_id)
         if worker is None:
             return
-        pushback, saturation = (
-            connection_plan.watch_reports(ctx.state, worker_id)
-            if ctx.patches.budget
-            else (False, False)
-        )
-        end: WorkerEnd = await ctx.activity(
-            Activity.WATCH_WORKER,
-            WatchRequest(
-                worker=worker,
-                log_dir=ctx.state.log_dir,
-                limits=ctx.settings.watch,
-                hang_reported=hang_reported,
-                complete_reported=complete_reported,
-                report_pushback=pushback,
-                report_saturated=saturation,
-                rate_limit_reported=rate_limit_reported,
-            ),
-            result_type=WorkerEnd,
-            timeout=WATCH_LIFETIME,
-            heartbeat=WATCH_HEARTBEAT_TIMEOUT,
-        )
+        try:
+            end: WorkerEnd = await _watch_once(
+                ctx, worker, hang_reported, complete_reported, rate_limit_reported
+            )
+        except ActivityError:
+            if not worker.queue:
+                raise
+            # Its host did not take the watch up within host_timeout: the host is gone.
+            eval_run_hosts.lost(
+                ctx, HostLost(host_id=worker.host, queue=worker.queue, last_seen=workflow.now())
+            )
+            return
         ctx.worker_ends.append(end)
         ctx.wake = True
         if end.kind == "exited":
@@ -91,6 +84,38 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
             rate_limit_reported = end.rate_limit_retries  # the tend retunes the budget
         else:
             hang_reported = end.since  # reported; another hang needs a sign of life first
+
+
+async def _watch_once(
+    ctx: RunContext,
+    worker: WorkerProcess,
+    hang_reported: datetime | None,
+    complete_reported: bool,
+    rate_limit_reported: int | None,
+) -> WorkerEnd:
+    """One watch activity on the worker's host, until it has something to report."""
+    pushback, saturation = (
+        connection_plan.watch_reports(ctx.state, worker.worker_id)
+        if ctx.patches.budget
+        else (False, False)
+    )
+    return await ctx.activity(
+        Activity.WATCH_WORKER,
+        WatchRequest(
+            worker=worker,
+            log_dir=ctx.state.log_dir,
+            limits=ctx.settings.watch,
+            hang_reported=hang_reported,
+            complete_reported=complete_reported,
+            report_pushback=pushback,
+            report_saturated=saturation,
+            rate_limit_reported=rate_limit_reported,
+        ),
+        result_type=WorkerEnd,
+        timeout=WATCH_LIFETIME,
+        heartbeat=WATCH_HEARTBEAT_TIMEOUT,
+        queue=worker.queue,
+    )
 
 
 def exits_of(ends: list[WorkerEnd]) -> dict[str, WorkerEnd]:

@@ -7,13 +7,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import eval_run_budget
+    from . import eval_run_budget, eval_run_hosts
     from .activity_io import SelectedTask, SpawnRequest, StopRequest, StopResult, WorkerEnd
     from .contracts import TaskState, TendSummary, WorkerProcess
-    from .eval_run_context import RunContext
+    from .eval_run_context import RunContext, cause_of
     from .eval_run_watch import watch
+    from .hosts import HostLoad, HostLost
     from .names import Activity
     from .provider_budget import ConnectionShare
 
@@ -21,15 +23,21 @@ STOP_GRACE_SECONDS = 30.0
 
 
 async def spawn(
-    ctx: RunContext, group: list[TaskState], connections: ConnectionShare | None = None
+    ctx: RunContext,
+    group: list[TaskState],
+    connections: ConnectionShare | None = None,
+    host: HostLoad | None = None,
 ) -> list[str]:
     """Start one worker process for `group` (with its share of the provider's connection
-    budget, when the run has one); the names of the tasks it runs."""
+    budget, when the run has one; on `host`, when placed on another host); the names of the
+    tasks it runs (none when that host could not take it: its tasks stay pending)."""
     state = ctx.state
     state.worker_counter += 1
     worker_id = f"w{state.worker_counter:04d}"
     names = [t.spec.name for t in group]
-    ctx.journal("spawning", worker=worker_id, tasks=names)
+    ctx.journal(
+        "spawning", worker=worker_id, tasks=names, **({"host": host.host_id} if host else {})
+    )
     request = SpawnRequest(
         workspace=ctx.workspace,
         definition=ctx.input.definition,
@@ -47,16 +55,36 @@ async def spawn(
             for t in group
         ],
         connections=connections,
+        host=host.host_id if host else "",
+        claim_logs=eval_run_hosts.placing(ctx),
     )
-    worker: WorkerProcess = await ctx.activity(
-        Activity.SPAWN_WORKER, request, result_type=WorkerProcess
-    )
+    if host is None:
+        worker: WorkerProcess = await ctx.activity(
+            Activity.SPAWN_WORKER, request, result_type=WorkerProcess
+        )
+    else:
+        try:
+            worker = await ctx.activity(
+                Activity.SPAWN_WORKER,
+                request,
+                result_type=WorkerProcess,
+                queue=host.queue,
+                attempts=3,
+            )
+        except ActivityError as err:  # gone since it was placed, or it refused the tasks
+            ctx.journal("spawn failed", worker=worker_id, host=host.host_id, problem=cause_of(err))
+            eval_run_hosts.lost(
+                ctx, HostLost(host_id=host.host_id, queue=host.queue, last_seen=workflow.now())
+            )
+            return []
+        worker = worker.model_copy(update={"host": host.host_id, "queue": host.queue})
     state.workers[worker_id] = worker
     if connections is not None:
         eval_run_budget.spawned(ctx, group, worker_id, connections)
     watch(ctx, worker_id)
     for task in group:
         task.phase, task.worker_id = "running", worker_id
+        task.host = worker.host or None
         task.attempts += 1
         task.completed_at_spawn = task.progress.completed
     ctx.journal(
@@ -66,20 +94,49 @@ async def spawn(
         pid=worker.pid,
         socket=worker.socket,
         output=worker.output,
+        **({"host": worker.host} if worker.host else {}),
         **({"connections": connections.model_dump()} if connections else {}),
     )
     return names
 
 
 async def stop_workers(ctx: RunContext, workers: list[WorkerProcess]) -> StopResult:
-    """Stop these processes (gracefully first); the caller forgets them."""
-    return await ctx.activity(
-        Activity.STOP_WORKERS,
-        StopRequest(workers=workers, grace_seconds=STOP_GRACE_SECONDS),
-        result_type=StopResult,
-        timeout=timedelta(minutes=3),
-        heartbeat=timedelta(seconds=15),
-    )
+    """Stop these processes (gracefully first), each through its host; the caller forgets
+    them. A host that cannot be reached leaves its workers to their owner records (their
+    logs belong to whoever resumes them), said in the journal."""
+    home = [w for w in workers if not w.queue]
+    result = StopResult()
+    if home or not workers:
+        result = await ctx.activity(
+            Activity.STOP_WORKERS,
+            StopRequest(workers=home, grace_seconds=STOP_GRACE_SECONDS),
+            result_type=StopResult,
+            timeout=timedelta(minutes=3),
+            heartbeat=timedelta(seconds=15),
+        )
+    for queue in sorted({w.queue for w in workers if w.queue}):
+        remote = [w for w in workers if w.queue == queue]
+        try:
+            there: StopResult = await ctx.activity(
+                Activity.STOP_WORKERS,
+                StopRequest(workers=remote, grace_seconds=STOP_GRACE_SECONDS),
+                result_type=StopResult,
+                timeout=timedelta(minutes=3),
+                heartbeat=timedelta(seconds=15),
+                queue=queue,
+                attempts=3,
+            )
+        except ActivityError as err:
+            ctx.journal(
+                "workers not stopped",
+                host=remote[0].host,
+                workers=[w.worker_id for w in remote],
+                problem=cause_of(err),
+            )
+            continue
+        result.stopped_gracefully += there.stopped_gracefully
+        result.killed += there.killed
+    return result
 
 
 async def stop_and_forget(ctx: RunContext, reasons: dict[str, str]) -> list[str]:

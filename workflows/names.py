@@ -24,6 +24,7 @@ class Activity:
     CURATE_LOGS: Final = "curate_logs"
     EXCHANGE_PROVIDER_BUDGETS: Final = "exchange_provider_budgets"
     FETCH_FROM_STORE: Final = "fetch_from_store"
+    LIST_HOSTS: Final = "list_hosts"
     MOVE_LOGS: Final = "move_logs"
     NOTIFY: Final = "notify"
     OBSERVE_RUN: Final = "observe_run"
@@ -51,6 +52,9 @@ class Signal:
     ADMITTED: Final = "admitted"  # CapacityLedger -> EvalRun
     RELEASE: Final = "release"  # EvalRun -> CapacityLedger: give part back
     WITHDRAW: Final = "withdraw"  # EvalRun -> CapacityLedger: leave the ledger
+    HOST_HEARTBEAT: Final = "host_heartbeat"  # Steward worker -> HostRegistry: still here
+    HOST_SUBSCRIBE: Final = "host_subscribe"  # EvalRun -> HostRegistry: tell me of a loss
+    HOST_LOST: Final = "host_lost"  # HostRegistry -> EvalRun: a host went silent
 
 
 class WorkflowType:
@@ -59,6 +63,7 @@ class WorkflowType:
     CREDENTIALS_CHECK: Final = "CredentialsCheck"
     PROVIDER_LEDGER: Final = "ProviderLedger"
     PREFLIGHT: Final = "Preflight"
+    HOST_REGISTRY: Final = "HostRegistry"
 
 
 class SearchKey:

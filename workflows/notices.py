@@ -90,6 +90,8 @@ def message(workspace_name: str, outbox: list[Notice]) -> tuple[str, str]:
         headline = "cancelled"
     elif "orphaned" in kinds:
         headline = "orphaned: its workspace is gone"
+    elif "host_lost" in kinds:
+        headline = "a host was lost"
     else:
         headline = "heartbeat"
     body = "\n".join(f"- {n.text}" for n in outbox)

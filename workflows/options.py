@@ -9,7 +9,14 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 
 from .activity_io import LiveOptions
 from .contracts import RunSettings, WatchLimits
@@ -216,6 +223,23 @@ class StewardOptions(BaseModel):
         "Cost",
         "Pause the run and ask the operator once its LLM cost crosses {usd: ..., tokens: ...}.",
     )
+    shared_storage: bool = _option(
+        False,
+        "Hosts",
+        "The workspace and its logs are at the same path on every host (an NFS mount, say): "
+        "lets `hosts` place task workers on other hosts.",
+    )
+    hosts: Annotated[list[str] | Literal["any"] | None, BeforeValidator(_from_text)] = _option(
+        None,
+        "Hosts",
+        "Hosts (STEWARD_HOST_ID of their `steward worker`) the run's task workers may run on: "
+        "a list, or any (null: the workspace's host only). Needs shared storage.",
+    )
+    host_timeout: Duration = _option(
+        "2m",
+        "Hosts",
+        "A host whose Steward worker is silent this long is lost: its tasks move to the others.",
+    )
     temporal_address: str | None = _option(
         None, "Temporal", "host:port of a Temporal cluster; null runs the embedded dev server."
     )
@@ -235,6 +259,22 @@ class StewardOptions(BaseModel):
     temporal_ui_port: int = _option(
         8233, "Temporal", "Port of the embedded dev server's web UI (127.0.0.1).", ge=1, le=65535
     )
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts_need_shared_storage(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return value
+        if isinstance(value, list) and not all(isinstance(h, str) and h for h in value):
+            raise ValueError("a list of host ids, or any")
+        shared = info.data.get("shared_storage") or "://" in (info.data.get("log_root") or "")
+        if not shared:
+            raise ValueError(
+                "storage every host reaches before task workers go to other hosts: set "
+                "shared_storage: true (the workspace at the same path on every host) or a "
+                "log_root URL such as s3://bucket/logs"
+            )
+        return value
 
     @field_validator("tend_interval")
     @classmethod
@@ -283,6 +323,8 @@ def run_settings(options: StewardOptions) -> RunSettings:
         kubernetes_namespace=options.kubernetes_namespace,
         prices=options.prices or {},
         cost_cap=options.cost_cap,
+        hosts=options.hosts,
+        host_timeout=options.host_timeout,
     )
 
 

@@ -27,9 +27,26 @@ def task_rows(tasks: list[TaskState]) -> list[dict]:
             "attempts": t.attempts,
             "max_samples": t.max_samples,
             "pinned": t.pinned,
+            "host": t.host,  # hosts: where its last worker ran, when not the workspace's host
         }
         for t in tasks
     ]
+
+
+def hosts_line(state: RunState) -> str | None:
+    """Where the task workers run when some are on other hosts, and the hosts lost."""
+    placed: dict[str, int] = {}
+    for worker in state.workers.values():
+        if worker.host:
+            placed[worker.host] = placed.get(worker.host, 0) + 1
+    if not placed and not state.lost_hosts:
+        return None
+    parts = [f"{n} worker(s) on {host}" for host, n in sorted(placed.items())]
+    parts += [
+        f"{host} lost (silent since {at:%Y-%m-%d %H:%M:%S} UTC)"
+        for host, at in sorted(state.lost_hosts.items())
+    ]
+    return "; ".join(parts)
 
 
 def scan_line(state: RunState) -> str | None:
@@ -109,6 +126,9 @@ def render_status_markdown(status: RunStatus) -> str:
     scanned = scan_line(state)
     if scanned:
         lines.append(f"- Scan: {scanned}")
+    placed = hosts_line(state)
+    if placed:
+        lines.append(f"- Hosts: {placed}")
     lines += [f"- Connection budget: {line}" for line in connection_lines(state)]
     if state.reused:
         lines.append(f"- From the log store (not run): {', '.join(state.reused)}")
@@ -146,7 +166,8 @@ def render_status_markdown(status: RunStatus) -> str:
     ]
     for row in task_rows(state.tasks):
         lines.append(
-            f"| {row['task']} | {row['model']} | {row['phase']} | {row['done']}/{row['total']} "
+            f"| {row['task']} | {row['model']} | {row['phase']}"
+            f"{' on ' + row['host'] if row['host'] else ''} | {row['done']}/{row['total']} "
             f"| {row['errored']} | {row['in_flight']} "
             f"| {row['max_samples']}{' (pinned)' if row['pinned'] else ''} | {row['attempts']} |"
         )

@@ -95,6 +95,9 @@ def test_environment_values_parse(tmp_path: Path, environ):
         ("preauthorized: {'X*': nuke}\n", "'rerun', 'exclude', 'zero' or 'score'"),
         ("samples_ramp: [0, 10]\n", "1 <= low <= high"),
         ("- a list\n", "must be a mapping"),
+        ("hosts: [a, b]\n", "set shared_storage: true"),
+        ("shared_storage: true\nhosts: [a, 3]\n", "'hosts'"),
+        ("host_timeout: 120\n", "with a unit"),
     ],
 )
 def test_refusals_name_key_file_and_what_is_allowed(tmp_path: Path, environ, yaml_text, needle):
@@ -120,3 +123,13 @@ def test_relative_locations_are_the_workspaces(tmp_path: Path, environ):
     (workspace / "_steward.yaml").write_text("log_store: flow:auto\nsync: /abs/mirror\n")
     assert load_options(workspace).log_store == "flow:auto"
     assert load_options(workspace).sync == "/abs/mirror"
+
+
+def test_hosts_are_a_list_or_any_once_storage_is_shared(tmp_path: Path, environ):
+    (tmp_path / "_steward.yaml").write_text("shared_storage: true\nhosts: any\n")
+    assert load_options(tmp_path).hosts == "any"
+    (tmp_path / "_steward.yaml").write_text("log_root: s3://bucket/logs\nhost_timeout: 3m\n")
+    environ({"STEWARD_HOSTS": "a,b"})  # a URL log root is storage every host reaches
+    options = load_options(tmp_path)
+    assert options.hosts == ["a", "b"] and options.host_timeout == 180
+    assert StewardOptions().hosts is None and StewardOptions().host_timeout == 120
