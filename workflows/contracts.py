@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, computed_field
 from .capacity import BackendChoice, CapacityState, SandboxSize
 from .cost import CostCap, ModelTokens, Price
 from .decisions import Anomaly, StandingRules, Triage
+from .hosts import HostLost
 from .provider_budget import ProviderBudget
 from .ramp import RampReading
 
@@ -256,6 +257,7 @@ class RunState(BaseModel):
     tasks: list[TaskState] = Field(default_factory=list)
     workers: dict[str, WorkerProcess] = Field(default_factory=dict)
     lost_hosts: dict[str, datetime] = Field(default_factory=dict)  # host -> last heard, lost
+    host_losses: list[HostLost] = Field(default_factory=list)  # told, for the next tend
     worker_counter: int = 0
     tend_count: int = 0
     started_at: datetime | None = None

@@ -23,14 +23,14 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from .activity_io import ObserveRequest, SetpointChange, SetpointRequest, WorkerEnd
-    from .contracts import Notice, Observation, TaskState, TendSummary, WorkerProcess
+    from .contracts import Notice, Observation, TaskState, WorkerProcess
     from .eval_run_context import RunContext, cause_of
     from .host_registry import HOST_REGISTRY_ID
     from .hosts import HostInfo, HostLoad, HostLost, Subscription, admitted, is_live, place
     from .names import Activity, Signal
 
 
-OBSERVE_START_WITHIN = timedelta(seconds=10)  # a host slower than this to answer is skipped
+OBSERVE_START_WITHIN = timedelta(seconds=5)  # a host slower than this to answer is skipped
 
 
 def placing(ctx: RunContext) -> bool:
@@ -155,8 +155,11 @@ async def subscribe(ctx: RunContext) -> None:
 
 def lost(ctx: RunContext, loss: HostLost) -> None:
     """A host went silent (the registry said so, or an activity there could not start)."""
-    if loss.host_id not in ctx.state.lost_hosts:
-        ctx.lost_hosts.append(loss)
+    state = ctx.state
+    if loss.host_id not in state.lost_hosts and all(
+        known.host_id != loss.host_id for known in state.host_losses
+    ):
+        state.host_losses.append(loss)  # in the state: a continue-as-new carries it over
         ctx.wake = True
 
 
@@ -171,11 +174,11 @@ def heard_again(ctx: RunContext, known: list[HostInfo]) -> None:
                 ctx.journal("host back", host=host.host_id)
 
 
-def forget_lost_workers(ctx: RunContext, summary: TendSummary) -> None:
+def forget_lost_workers(ctx: RunContext) -> list[str]:
     """The workers of each newly lost host are forgotten (watches cancelled) and their tasks
-    go back to pending, to be placed on the hosts left in this tend."""
-    state = ctx.state
-    losses, ctx.lost_hosts = ctx.lost_hosts, []
+    go back to pending, to be placed on the hosts left in this tend; their names."""
+    state, pending = ctx.state, []
+    losses, state.host_losses = state.host_losses, []
     for loss in losses:
         if loss.host_id in state.lost_hosts:
             continue
@@ -199,7 +202,7 @@ def forget_lost_workers(ctx: RunContext, summary: TendSummary) -> None:
             workers=[w.worker_id for w in gone],
             tasks=moved,
         )
-        summary.restarted += moved
+        pending += moved
         if moved:
             state.outbox.append(
                 Notice(
@@ -209,3 +212,4 @@ def forget_lost_workers(ctx: RunContext, summary: TendSummary) -> None:
                     f"hosts and resume from their logs ({', '.join(moved)}).",
                 )
             )
+    return pending

@@ -39,8 +39,7 @@ async def tend(ctx: RunContext) -> TendSummary:
     )
     if nothing_to_tend(ctx):
         return summary
-    if ctx.lost_hosts:
-        eval_run_hosts.forget_lost_workers(ctx, summary)
+    moved = eval_run_hosts.forget_lost_workers(ctx) if state.host_losses else []
     ends, ctx.worker_ends = ctx.worker_ends, []
     try:
         observation = await _observe(ctx)
@@ -61,6 +60,7 @@ async def tend(ctx: RunContext) -> TendSummary:
         summary.phase = state.phase
         return summary
     stalled = await _apply_observation(ctx, observation, summary, exits_of(ends))
+    summary.restarted += moved  # from a lost host
     if ctx.patches.watch:
         await stop_lingering_and_restarted(ctx, ends, summary)
         observation.anomalies = (observation.anomalies or []) + hung_anomalies(ctx, ends)
