@@ -25,11 +25,19 @@ from temporalio.exceptions import ApplicationError
 
 from workflows.names import Activity
 
+from .paths import write_atomic
 from .scan_findings import read_findings
 from .scan_parts import Shard, plan_parts, shard_ids
 from .scan_process import run_in_child
 
 SCORING_INTEGRITY = "scoring_integrity"
+
+
+def connections_file(part_dir: Path, scan_key: str) -> Path:
+    """Where a scan's part reads the connections it may hold now (one file per scan: two
+    scans may share a results directory)."""
+    return part_dir / f"connections-{scan_key}"
+
 
 SCORING_INTEGRITY_QUESTION = (
     "Is this sample's score wrong or unsupported by the transcript? Answer yes if the grader "
@@ -81,6 +89,7 @@ def scan_transcripts(
     cwd: str | None = None,
     max_connections: int | None = None,
     shard: Shard | None = None,
+    connections_ceiling: int | None = None,
 ) -> list[dict]:
     """Scan the samples of `log_paths`; return the positive results as finding dicts.
 
@@ -90,7 +99,8 @@ def scan_transcripts(
     results_dir, scanner files) are taken from `cwd`, by default the process's.
     `max_connections`: the model connections the scan holds, from the run's provider budget
     (None: scout's default of 25); transcripts_in_flight says how many transcripts it works
-    on at once. `shard`: scan only this process's share of the transcripts (activities/scan_parts.py). Raises
+    on at once (for `connections_ceiling` when given: the most the run may give this scan as
+    it goes, activities/scan_widen.py). `shard`: scan only this process's share of the transcripts (activities/scan_parts.py). Raises
     ScanRequestError for a bad spec or log, ScanFailed when a scanner errors. Call it from a
     thread without a running event loop; it reads `scout.yaml` and `.env` from the process's
     working directory, as scout does.
@@ -143,7 +153,7 @@ def scan_transcripts(
             # One process: Steward's hosts are busy running evals, and a forked pool would
             # re-import the user's scanner files in every worker.
             max_processes=1,
-            max_transcripts=transcripts_in_flight(max_connections),
+            max_transcripts=transcripts_in_flight(connections_ceiling or max_connections),
             # The connections stay what the budget gave; the transcripts are more (see there).
             model_config=GenerateConfig(max_connections=max_connections),
             display="none",
@@ -317,6 +327,10 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
     }
     parts = plan_parts(child_request["log_paths"])
     connections = child_request["max_connections"]
+    part_dirs = [
+        results_dir / f"part-{i}" if len(parts) > 1 else results_dir for i in range(len(parts))
+    ]
+    following = _follow_share(request, part_dirs)
     try:
         async with asyncio.TaskGroup() as group:
             answers = [
@@ -329,18 +343,60 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
                             "max_connections": max(1, connections // len(parts))
                             if connections
                             else None,
+                            **_widening(request, part_dirs[index], len(parts), following),
                         },
-                        results_dir / f"part-{index}" if len(parts) > 1 else results_dir,
+                        part_dirs[index],
                     )
                 )
                 for index, (part, shard) in enumerate(parts)
             ]
     except ExceptionGroup as failed:  # one part failed (the others were cancelled): its error
         raise failed.exceptions[0] from None
+    finally:
+        if following is not None:
+            following.cancel()
     findings = [finding for answer in answers for finding in answer.result()]
     return sorted(
         findings, key=lambda f: (f["log"], f["task"], f["sample_id"], f["epoch"], f["scanner"])
     )
+
+
+def _follow_share(request: dict, part_dirs: list[Path]) -> asyncio.Task | None:
+    """scan-widen-v1: while the scan runs, keep its parts' connections files at the run's
+    share for it (the run's query, asked from here), so the children widen as it grows."""
+    key, run_id, first = (
+        request.get("scan_key"),
+        request.get("run_id"),
+        request.get("max_connections"),
+    )
+    if not (key and run_id and first and activity.in_activity()):
+        return None
+    from workflows.eval_run import EvalRun
+
+    from .scan_widen import follow
+
+    handle = activity.client().get_workflow_handle(run_id)
+    for directory in part_dirs:
+        directory.mkdir(parents=True, exist_ok=True)
+
+    async def share() -> int | None:
+        return await handle.query(EvalRun.scan_connections, key)
+
+    files = [connections_file(directory, key) for directory in part_dirs]
+    for path in files:  # there before the children start
+        write_atomic(path, f"{max(1, first // len(files))}\n")
+    return asyncio.create_task(follow(files, share, first))
+
+
+def _widening(request: dict, part_dir: Path, parts: int, following: asyncio.Task | None) -> dict:
+    """What a part's child needs to widen: its connections file and the most it may get."""
+    ceiling = request.get("connections_ceiling")
+    if following is None or not ceiling:
+        return {}
+    return {
+        "connections_file": str(connections_file(part_dir, request["scan_key"])),
+        "connections_ceiling": max(1, ceiling // parts),
+    }
 
 
 async def _scan_part(request: dict, cwd: Path) -> list[dict]:
@@ -364,7 +420,8 @@ def _heartbeat() -> None:
 @activity.defn(name=Activity.SCAN_TRANSCRIPTS)
 async def scan_transcripts_activity(request: dict) -> list[dict]:
     """Temporal activity: `{"log_paths", "results_dir", "scan_model", "scanners", "cwd",
-    "max_connections"}`."""
+    "max_connections"}`, and with scan-widen-v1 `{"scan_key", "run_id",
+    "connections_ceiling"}`: the scan follows the run's share for it as it changes."""
     try:
         return await scan_in_subprocess(request)
     except ScanRequestError as err:
@@ -375,6 +432,10 @@ async def scan_transcripts_activity(request: dict) -> list[dict]:
 
 def respond(request: dict) -> dict[str, Any]:
     """In the child: `{"findings"}`, or `{"error": {"type", "message"}}` for a refusal."""
+    if request.get("connections_file"):
+        from . import scan_widen  # registers the hook that follows the file
+
+        os.environ[scan_widen.CONNECTIONS_FILE_ENV] = request["connections_file"]
     try:
         return {
             "findings": scan_transcripts(
@@ -385,6 +446,7 @@ def respond(request: dict) -> dict[str, Any]:
                 cwd=request.get("cwd"),
                 max_connections=request.get("max_connections"),
                 shard=tuple(request["shard"]) if request.get("shard") else None,
+                connections_ceiling=request.get("connections_ceiling"),
             )
         }
     except ScanRequestError as err:

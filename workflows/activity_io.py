@@ -190,6 +190,11 @@ class ScanRequest(BaseModel):
     scanners: list[str] = Field(default_factory=list)
     cwd: str | None = None  # where relative paths in the scan's options resolve (the workspace)
     max_connections: int | None = None  # budget-v1: its share of the provider budget
+    # scan-widen-v1: whom to ask for its share as it changes (EvalRun.scan_connections), and
+    # the most it may be given (the provider budget)
+    scan_key: str | None = None
+    run_id: str | None = None
+    connections_ceiling: int | None = None
 
 
 class CurateRequest(BaseModel):

@@ -145,6 +145,12 @@ class EvalRun:
             due = await self._wait_for_next_tend(deadline)
             deadline = None
             if _history_full() and ctx.cancel is None:
+                if ctx.patches.scan_widen and ctx.scanning:
+                    # A handover would cut the scans beside the run off (their work redone by
+                    # the next run): hand over once they have ended (tending meanwhile on
+                    # events and on the timer, which the history-full wait cannot).
+                    due = await self._wait_for_scans()
+                    continue
                 # Tends driven by updates grow the history too: hand over between tends.
                 if not await self._handlers_settled():
                     continue  # a cancel came meanwhile: the loop carries it out first
@@ -202,6 +208,21 @@ class EvalRun:
             if ctx.rearm and not (ctx.wake or ctx.cancel or _history_full()):
                 continue
             return ctx.wake or ctx.cancel is not None
+
+    async def _wait_for_scans(self) -> bool:
+        """Until the running scans end, a command or a watch wakes the run, or its timer is
+        due; whether a tend is due."""
+        ctx = self._ctx
+        timeout = timedelta(seconds=ctx.interval()) if self._timer_due() else None
+        try:
+            await workflow.wait_condition(
+                lambda: not ctx.scanning or ctx.wake or ctx.cancel is not None,
+                timeout=timeout,
+                timeout_summary="the scans beside the run, before it hands over",
+            )
+        except TimeoutError:
+            return True
+        return ctx.wake or ctx.cancel is not None
 
     def _timer_due(self) -> bool:
         ctx = self._ctx
@@ -310,6 +331,11 @@ class EvalRun:
             return
         run_capacity.granted(ctx, admission, "pumped")
         ctx.wake = True
+
+    @workflow.query
+    def scan_connections(self, key: str) -> int | None:
+        """scan-widen-v1: the connections the running scan `key` may hold now."""
+        return self._ctx.scan_shares.get(key)
 
     @workflow.signal(name=Signal.HOST_LOST)
     def host_lost(self, loss: HostLost) -> None:

@@ -32,7 +32,6 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
     )
     from .eval_run_state import effective_interval, visible_state, waits_for_commands
-    from .hosts import HostLost
     from .names import Activity, SearchKey
 
 # Until it succeeds: the run waits for its host rather than failing.
@@ -59,6 +58,7 @@ class Patches:
     scan_pair: bool  # once eval work ends, a second scan runs beside one started narrow
     handler_tends: bool  # a full history still tends for a handler that waits for a tend
     orphan: bool  # a run whose workspace is gone (or another run's) ends `orphaned`
+    scan_widen: bool  # a running scan takes the connections of one that ended beside it
 
     @classmethod
     def read(cls) -> Patches:
@@ -77,6 +77,7 @@ class Patches:
             scan_pair=workflow.patched("scan-pair-v1"),
             handler_tends=workflow.patched("handler-tends-v1"),
             orphan=workflow.patched("orphan-v1"),
+            scan_widen=workflow.patched("scan-widen-v1"),
         )
 
     @staticmethod
@@ -97,11 +98,12 @@ class RunContext:
         self.rearm = False  # the timer changed: wait again with the new one
         self.watches: dict[str, asyncio.Task[None]] = {}  # worker id -> its watch loop
         self.worker_ends: list[WorkerEnd] = []  # what the watches reported since the last tend
-        self.lost_hosts: list[HostLost] = []  # hosts: losses the next tend handles
         self.subscribed_hosts: list[str] = []  # hosts: what the registry was last told
         self.scanning = False  # the integrity scan runs (a signoff waits for it)
         self.scans_running = 0  # scan-pair-v1: how many (a second may run beside the first)
         self.scan_job: asyncio.Task[None] | None = None  # scan-v2: the scan beside the run
+        self.scan_shares: dict[str, int] = {}  # scan-widen-v1: running scan -> its connections
+        self.scan_counter = 0  # scan-widen-v1: names each scan for its query
         self.scan_outcomes: list[Any] = []  # scan-v2: finished scans the next tend takes in
 
     @property

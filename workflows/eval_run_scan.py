@@ -56,7 +56,7 @@ async def start(ctx: RunContext, room: Callable[..., Awaitable[int | None]] | No
         return
     ctx.scanning, state.scanning_logs, ctx.scans_running = True, list(logs), 1
     connections = await room(ctx) if room is not None else None
-    ctx.scan_job = asyncio.create_task(_scan(ctx, logs, connections))
+    ctx.scan_job = asyncio.create_task(_scan(ctx, logs, connections, _named(ctx, connections)))
 
 
 async def _start_beside(ctx: RunContext, room: Callable[..., Awaitable[int | None]] | None) -> None:
@@ -76,7 +76,28 @@ async def _start_beside(ctx: RunContext, room: Callable[..., Awaitable[int | Non
         return  # the budget has nothing left: they wait for the running scan
     ctx.scans_running += 1
     state.scanning_logs = [*state.scanning_logs, *logs]
-    ctx.scan_job = asyncio.create_task(_scan(ctx, logs, connections))
+    ctx.scan_job = asyncio.create_task(_scan(ctx, logs, connections, _named(ctx, connections)))
+
+
+def _named(ctx: RunContext, connections: int | None) -> str | None:
+    """scan-widen-v1: a name for a scan that holds connections, under which the run answers
+    how many it may hold now (`EvalRun.scan_connections`)."""
+    if not ctx.patches.scan_widen or not connections:
+        return None
+    ctx.scan_counter += 1
+    key = f"scan-{ctx.scan_counter}"
+    ctx.scan_shares[key] = connections
+    return key
+
+
+def _widen_the_other(ctx: RunContext, key: str | None) -> None:
+    """A scan ended: once no eval work is left, the scan still running beside it takes its
+    connections (their sum stays what the budget gave the scans)."""
+    freed = ctx.scan_shares.pop(key, 0) if key else 0
+    if freed and ctx.scan_shares and not policy.open_tasks(ctx.state):
+        other = sorted(ctx.scan_shares)[0]
+        ctx.scan_shares[other] += freed
+        ctx.journal("scan widened", scan=other, connections=ctx.scan_shares[other])
 
 
 async def scan_logs(
@@ -84,8 +105,10 @@ async def scan_logs(
     logs: list[str],
     heartbeat: timedelta | None = None,
     connections: int | None = None,
+    key: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The scan activity on `logs` (tried twice); its findings as plain dicts."""
+    """The scan activity on `logs` (tried twice); its findings as plain dicts. With `key`
+    (scan-widen-v1) the scan asks the run for its share as it goes."""
     request = ScanRequest(
         log_paths=logs,
         results_dir=scans_dir_of(ctx.workspace),
@@ -94,6 +117,9 @@ async def scan_logs(
         cwd=ctx.workspace,
         max_connections=connections,
     )
+    if key is not None:
+        request.scan_key, request.run_id = key, ctx.run_id
+        request.connections_ceiling = max(b.limit for b in ctx.state.providers.values())
     return await ctx.activity(
         Activity.SCAN_TRANSCRIPTS,
         request,
@@ -104,13 +130,16 @@ async def scan_logs(
     )
 
 
-async def _scan(ctx: RunContext, logs: list[str], connections: int | None) -> None:
+async def _scan(
+    ctx: RunContext, logs: list[str], connections: int | None, key: str | None = None
+) -> None:
     try:
         # Heartbeats let a scan on a Steward worker that died be tried again within minutes.
-        findings = await scan_logs(ctx, logs, timedelta(minutes=2), connections)
+        findings = await scan_logs(ctx, logs, timedelta(minutes=2), connections, key)
         outcome = ScanOutcome(logs=logs, findings=findings)
     except ActivityError as err:
         outcome = ScanOutcome(logs=logs, problem=cause_of(err))
+    _widen_the_other(ctx, key)
     ctx.scan_outcomes.append(outcome)
     ctx.scans_running = max(0, ctx.scans_running - 1)
     ctx.scanning = ctx.scans_running > 0 if ctx.patches.scan_pair else False

@@ -138,6 +138,51 @@ def test_what_completes_during_a_narrow_scan_is_scanned_beside_it(steward, works
     replay(history, record_as="eval_run_scan_pair_v1_beside")
 
 
+def test_a_scan_left_running_takes_the_connections_of_the_one_that_ended(steward, workspace_root):
+    # As above, quick's narrow scan and slow's beside it; each held by a file of its own task.
+    # quick's ends first: no eval work is left, so slow's running scan takes its connections,
+    # and its child is told so (scan-widen-v1) instead of finishing on what was left.
+    workspace = _workspace(steward, workspace_root)
+    (workspace / ".env").write_text("")
+    holds = {task: workspace / f"hold-scan-{task}" for task in ("quick", "slow")}
+    for hold in holds.values():
+        hold.write_text("held by the test\n")
+    (workspace / "held_scanner.py").write_text(
+        HELD_BY_TASK_SCANNER.format(prefix=str(workspace / "hold-scan-"))
+    )
+    with open(workspace / "_steward.yaml", "a") as handle:
+        handle.write("scanners: [held_scanner.py@held]\n")
+    launched = steward.ok("launch", cwd=workspace)
+
+    def journalled(event: str) -> list[dict]:
+        return [e for e in read_journal(workspace) if e["event"] == event]
+
+    wait_for(lambda: journalled("scan connections"), timeout=120, what="quick's scan")
+    (workspace / "hold-slow").unlink()
+    [first, beside] = wait_for(
+        lambda: len(journalled("scan connections")) == 2 and journalled("scan connections"),
+        timeout=120,
+        what="slow's scan beside quick's",
+    )
+    holds["quick"].unlink()
+    [widened] = wait_for(lambda: journalled("scan widened"), timeout=120, what="the widening")
+    assert widened["connections"] == first["connections"] + beside["connections"]
+    told = workspace / ".steward" / "scans" / f"connections-{widened['scan']}"
+    wait_for(
+        lambda: told.is_file() and int(told.read_text()) == widened["connections"],
+        timeout=30,
+        what="slow's scan told its new share",
+        describe=lambda: sorted(p.name for p in told.parent.iterdir()),
+    )
+    assert len(steward.state(workspace)["scanning_logs"]) == 1  # slow's, still running
+    holds["slow"].unlink()
+    status = steward.wait_phase(workspace, {"finished"})
+    assert steward.ok("signoff", "--by", "norah", cwd=workspace)["by"] == "norah"
+    assert sorted(s["logs"] for s in _scans(workspace)) == [1, 1]
+    history = fetch_history(steward, launched["workflow_id"], status["run_id"])
+    replay(history, record_as="eval_run_scan_widen_v1")
+
+
 def _history_length(steward, workflow_id: str) -> int:
     import asyncio
 
@@ -198,6 +243,24 @@ HOLD = Path({hold!r})
 def held() -> Scanner[Transcript]:
     async def scan(transcript: Transcript) -> Result:
         while HOLD.exists():
+            await asyncio.sleep(0.2)
+        return Result(value=False, explanation="released by the test")
+
+    return scan
+"""
+
+HELD_BY_TASK_SCANNER = """
+import asyncio
+from pathlib import Path
+
+from inspect_scout import Result, Scanner, Transcript, scanner
+
+
+@scanner(messages="all")
+def held() -> Scanner[Transcript]:
+    async def scan(transcript: Transcript) -> Result:
+        task = transcript.task_set or (transcript.metadata or {{}}).get("task_name")
+        while Path({prefix!r} + str(task)).exists():
             await asyncio.sleep(0.2)
         return Result(value=False, explanation="released by the test")
 

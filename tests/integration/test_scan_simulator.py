@@ -216,3 +216,80 @@ async def test_a_scan_keeps_more_transcripts_than_connections_but_only_its_conne
         narrow.kill()
         narrow.wait()
     assert (stats["scanned"], stats["rate_limited"], stats["peak_in_flight"]) == (12, 0, 2)
+
+
+async def test_a_running_scan_widens_when_its_connections_file_says_so(
+    simulator: str, offline: Path, tmp_path: Path
+):
+    """The scan child (scan-widen-v1) starts at the connections it was given and resizes
+    Inspect's connection semaphore when its file says more: a simulator that admits 4 in flight
+    first sees 1 at a time, then 4, never a 429."""
+    import asyncio
+    import threading
+    import time
+
+    from inspect_ai import Task, eval_async
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate
+
+    from activities.paths import write_atomic
+    from activities.scan import respond
+    from activities.scan_process import run_in_child
+    from worker.provider_simulator import spawn
+
+    words = [f"w{i}" for i in range(24)]
+    task = Task(
+        name="widen",
+        dataset=[Sample(id=w, input=f"Reply with: {w}", target=w) for w in words],
+        solver=generate(),
+        scorer=match(),
+    )
+    (log,) = await eval_async(task, model=SIM_MODEL, log_dir=str(tmp_path / "logs"))
+    narrow, url = spawn(
+        tmp_path / "four.port", latency=0.4, jitter=0.0, concurrency=4, retry_after=1,
+        scan_flag_rate=0.0,
+    )  # fmt: skip
+    connections = tmp_path / "scan" / "connections"
+    connections.parent.mkdir()
+    write_atomic(connections, "1\n")
+    peaks: list[int] = []
+
+    def watch_then_widen() -> None:
+        with httpx.Client() as client:
+            started = time.monotonic()
+            while time.monotonic() - started < 30:
+                stats = client.get(f"{url}/admin/stats").json()
+                peaks.append(stats["in_flight"])
+                if stats["scanned"] >= 6 and connections.read_text() == "1\n":
+                    peaks.append(-1)  # the mark: what came before was the narrow scan
+                    write_atomic(connections, "4\n")
+                if stats["scanned"] >= len(words):
+                    return
+                time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch_then_widen)
+    try:
+        os.environ["SIM_BASE_URL"] = f"{url}/v1"  # monkeypatched by `offline`: restored after
+        watcher.start()
+        request = {
+            "log_paths": [log.location],
+            "results_dir": str(tmp_path / "scan"),
+            "scan_model": SIM_MODEL,
+            "scanners": [],
+            "cwd": str(tmp_path),
+            "max_connections": 1,
+            "connections_ceiling": 4,
+            "connections_file": str(connections),
+        }
+        answer, last = await run_in_child(respond, request, tmp_path / "scan", lambda: None, 1.0)
+        await asyncio.to_thread(watcher.join, 30)
+        stats = httpx.get(f"{url}/admin/stats").json()
+    finally:
+        narrow.kill()
+        narrow.wait()
+    assert answer == {"findings": []}, last
+    mark = peaks.index(-1)
+    assert max(peaks[:mark]) == 1  # narrow: one connection
+    assert max(peaks[mark + 1 :]) == 4  # widened while it ran
+    assert (stats["scanned"], stats["rate_limited"]) == (len(words), 0)
