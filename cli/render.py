@@ -230,7 +230,16 @@ def print_hosts(rows: list[dict]) -> None:
         )
         return
     table = Table()
-    for column in ("host", "state", "heard", "cpus", "memory", "task workers", "versions"):
+    for column in (
+        "host",
+        "state",
+        "heard",
+        "cpus",
+        "memory",
+        "sandboxes free",
+        "task workers",
+        "versions",
+    ):
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(
@@ -239,6 +248,7 @@ def print_hosts(rows: list[dict]) -> None:
             f"{row['silent_s']:.0f} s ago",
             str(row["cpus"]),
             f"{row['memory_gb']:g} GiB",
+            "—" if row["sandboxes_free"] is None else str(row["sandboxes_free"]),
             str(row["task_workers"]),
             f"steward {row['steward_version'] or '?'} · inspect {row['inspect_version'] or '?'}",
         )

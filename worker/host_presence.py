@@ -17,7 +17,10 @@ import psutil
 import structlog
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.service import RPCError
 
+from workflows.capacity import domain_id, free
+from workflows.capacity_ledger import CapacityLedger
 from workflows.contracts import WORKFLOW_TASK_QUEUE
 from workflows.host_registry import HOST_REGISTRY_ID, HostRegistry
 from workflows.hosts import HEARTBEAT_S, HostInfo, HostRegistryInput
@@ -35,7 +38,21 @@ def _version(package: str) -> str:
         return ""
 
 
-def describe_host(started_at: datetime, stopping: bool = False) -> HostInfo:
+async def sandboxes_free(client: Client) -> int | None:
+    """The Docker sandboxes this host's capacity ledger still has room for (None: no ledger
+    yet, or no bound)."""
+    handle = client.get_workflow_handle_for(CapacityLedger.run, domain_id("docker", host_queue()))
+    try:
+        view = await handle.query(CapacityLedger.view)
+    except RPCError:
+        return None
+    room = free(view.ledger, "sandboxes")
+    return None if room is None else int(room)
+
+
+def describe_host(
+    started_at: datetime, stopping: bool = False, sandboxes: int | None = None
+) -> HostInfo:
     # The CPUs this process may use: a worker pinned with taskset offers what it was given.
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return HostInfo(
@@ -47,6 +64,7 @@ def describe_host(started_at: datetime, stopping: bool = False) -> HostInfo:
         inspect_version=_version("inspect_ai"),
         started_at=started_at,
         stopping=stopping,
+        sandboxes_free=sandboxes,
     )
 
 
@@ -68,7 +86,9 @@ async def keep_present(client: Client, stop: asyncio.Event) -> None:
     started_at = datetime.now(UTC)
     while not stop.is_set():
         try:
-            await announce(client, describe_host(started_at))
+            await announce(
+                client, describe_host(started_at, sandboxes=await sandboxes_free(client))
+            )
         except Exception as err:  # noqa: BLE001 - the next heartbeat tries again
             log.warning("host heartbeat not sent", error=str(err))
         try:

@@ -175,6 +175,12 @@ def _in_use(ledger: Ledger, key: str, besides: str | None = None) -> float:
     return max(others, ledger.observed.get(key, 0.0) - own)
 
 
+def free(ledger: Ledger, key: str) -> float | None:
+    """What the ledger still has of `key` (None: it sets no bound on it)."""
+    limit = ledger.limits.get(key)
+    return None if limit is None else max(0.0, limit - _in_use(ledger, key))
+
+
 def _shortfall(ledger: Ledger, wanted: dict[str, float], besides: str | None = None) -> str | None:
     """Why `wanted` does not fit now, quoting the numbers; None when it fits."""
     for key, amount in sorted(wanted.items()):

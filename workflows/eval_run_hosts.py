@@ -67,7 +67,8 @@ async def placements(ctx: RunContext, groups: list[list[TaskState]]) -> list[Hos
         for h in live
     ]
     last = {t.spec.identifier: t.host for g in groups for t in g if t.host}
-    chosen = place([[t.spec.identifier for t in g] for g in groups], loads, last)
+    docker = {t.spec.identifier for g in groups for t in g if t.spec.sandbox == "docker"}
+    chosen = place([[t.spec.identifier for t in g] for g in groups], loads, last, docker)
     by_id = {h.host_id: h for h in loads}
     return [
         None if name is None or by_id[name].queue == ctx.input.host_queue else by_id[name]

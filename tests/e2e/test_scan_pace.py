@@ -73,6 +73,21 @@ def _hold_scans(workspace: Path) -> Path:
     return hold_scan
 
 
+def _journalled(workspace: Path, event: str) -> list[dict]:
+    return [e for e in read_journal(workspace) if e["event"] == event]
+
+
+def _a_scan_beside_a_narrow_one(workspace: Path) -> list[dict]:
+    """quick's scan starts narrow while slow runs; slow is let go, completes, and its scan
+    starts beside quick's. The two `scan connections` events."""
+    wait_for(lambda: _journalled(workspace, "scan connections"), what="quick's scan")
+    (workspace / "hold-slow").unlink()
+    return wait_for(
+        lambda: len(found := _journalled(workspace, "scan connections")) == 2 and found,
+        what="slow's scan beside quick's",
+    )
+
+
 def _scans(workspace: Path) -> list[dict]:
     return [e for e in read_journal(workspace) if e["event"] == "scanned"]
 
@@ -116,17 +131,7 @@ def test_what_completes_during_a_narrow_scan_is_scanned_beside_it(steward, works
     (workspace / ".env").write_text("")  # nothing flagged: the signoff needs no ruling
     hold_scan = _hold_scans(workspace)
     launched = steward.ok("launch", cwd=workspace)
-
-    def journalled(event: str) -> list[dict]:
-        return [e for e in read_journal(workspace) if e["event"] == event]
-
-    wait_for(lambda: journalled("scan connections"), timeout=120, what="quick's scan")
-    (workspace / "hold-slow").unlink()
-    [first, beside] = wait_for(
-        lambda: len(journalled("scan connections")) == 2 and journalled("scan connections"),
-        timeout=120,
-        what="slow's scan beside quick's",
-    )
+    first, beside = _a_scan_beside_a_narrow_one(workspace)
     assert "beside_a_scan" not in first and beside["beside_a_scan"] is True
     assert not _scans(workspace)  # both still run: neither waited for the other
     assert len(steward.state(workspace)["scanning_logs"]) == 2
@@ -153,19 +158,9 @@ def test_a_scan_left_running_takes_the_connections_of_the_one_that_ended(steward
     with open(workspace / "_steward.yaml", "a") as handle:
         handle.write("scanners: [held_scanner.py@held]\n")
     launched = steward.ok("launch", cwd=workspace)
-
-    def journalled(event: str) -> list[dict]:
-        return [e for e in read_journal(workspace) if e["event"] == event]
-
-    wait_for(lambda: journalled("scan connections"), timeout=120, what="quick's scan")
-    (workspace / "hold-slow").unlink()
-    [first, beside] = wait_for(
-        lambda: len(journalled("scan connections")) == 2 and journalled("scan connections"),
-        timeout=120,
-        what="slow's scan beside quick's",
-    )
+    first, beside = _a_scan_beside_a_narrow_one(workspace)
     holds["quick"].unlink()
-    [widened] = wait_for(lambda: journalled("scan widened"), timeout=120, what="the widening")
+    [widened] = wait_for(lambda: _journalled(workspace, "scan widened"), what="the widening")
     assert widened["connections"] == first["connections"] + beside["connections"]
     told = workspace / ".steward" / "scans" / f"connections-{widened['scan']}"
     wait_for(

@@ -172,33 +172,45 @@ def test_the_packaged_encodings_load_in_tiktoken_from_a_cache_directory_already_
     assert o200k.decode(o200k.encode("Steward signs off ✓")) == "Steward signs off ✓"
 
 
+async def _sim_log_of(samples: int, tmp_path: Path):
+    """A real log of `samples` samples of the simulator's echo model (the module's simulator)."""
+    from inspect_ai import Task, eval_async
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate
+
+    words = [f"w{i}" for i in range(samples)]
+    task = Task(
+        name=f"echo{samples}",
+        dataset=[Sample(id=w, input=f"Reply with: {w}", target=w) for w in words],
+        solver=generate(),
+        scorer=match(),
+    )
+    (log,) = await eval_async(task, model=SIM_MODEL, log_dir=str(tmp_path / "logs"))
+    return log
+
+
+def _narrow_simulator(tmp_path: Path, concurrency: int, latency: float):
+    """A simulator of its own that admits `concurrency` in flight (429 beyond), none flagged."""
+    from worker.provider_simulator import spawn
+
+    return spawn(
+        tmp_path / f"narrow-{concurrency}.port", latency=latency, jitter=0.0,
+        concurrency=concurrency, retry_after=1, scan_flag_rate=0.0,
+    )  # fmt: skip
+
+
 async def test_a_scan_keeps_more_transcripts_than_connections_but_only_its_connections_out(
     simulator: str, offline: Path, tmp_path: Path
 ):
     """The scan works on transcripts_in_flight(n) transcripts at once, yet the provider sees at
     most n of its prompts: a simulator that admits exactly 2 in flight answers all 12 without a
     single 429, and sees 2 at once (the activity's path: its forked parts share the 2)."""
-    from inspect_ai import Task, eval_async
-    from inspect_ai.dataset import Sample
-    from inspect_ai.scorer import match
-    from inspect_ai.solver import generate
-
     from activities.scan import transcripts_in_flight
-    from worker.provider_simulator import spawn
 
     assert transcripts_in_flight(2) == 3 and transcripts_in_flight(None) is None
-    words = [f"w{i}" for i in range(12)]
-    task = Task(
-        name="twelve",
-        dataset=[Sample(id=w, input=f"Reply with: {w}", target=w) for w in words],
-        solver=generate(),
-        scorer=match(),
-    )
-    (log,) = await eval_async(task, model=SIM_MODEL, log_dir=str(tmp_path / "logs"))
-    narrow, url = spawn(
-        tmp_path / "narrow.port", latency=0.3, jitter=0.0, concurrency=2, retry_after=1,
-        scan_flag_rate=0.0,
-    )  # fmt: skip
+    log = await _sim_log_of(12, tmp_path)
+    narrow, url = _narrow_simulator(tmp_path, concurrency=2, latency=0.3)
     try:
         os.environ["SIM_BASE_URL"] = f"{url}/v1"  # monkeypatched by `offline`: restored after
         await scan_transcripts_activity(
@@ -228,28 +240,13 @@ async def test_a_running_scan_widens_when_its_connections_file_says_so(
     import threading
     import time
 
-    from inspect_ai import Task, eval_async
-    from inspect_ai.dataset import Sample
-    from inspect_ai.scorer import match
-    from inspect_ai.solver import generate
-
     from activities.paths import write_atomic
     from activities.scan import respond
     from activities.scan_process import run_in_child
-    from worker.provider_simulator import spawn
 
     words = [f"w{i}" for i in range(24)]
-    task = Task(
-        name="widen",
-        dataset=[Sample(id=w, input=f"Reply with: {w}", target=w) for w in words],
-        solver=generate(),
-        scorer=match(),
-    )
-    (log,) = await eval_async(task, model=SIM_MODEL, log_dir=str(tmp_path / "logs"))
-    narrow, url = spawn(
-        tmp_path / "four.port", latency=0.4, jitter=0.0, concurrency=4, retry_after=1,
-        scan_flag_rate=0.0,
-    )  # fmt: skip
+    log = await _sim_log_of(len(words), tmp_path)
+    narrow, url = _narrow_simulator(tmp_path, concurrency=4, latency=0.4)
     connections = tmp_path / "scan" / "connections"
     connections.parent.mkdir()
     write_atomic(connections, "1\n")

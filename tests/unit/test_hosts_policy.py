@@ -75,3 +75,17 @@ def test_placement_counts_sandbox_room():
     ]
     assert place([["s1"], ["plain"]], hosts, {}, sandboxed={"s1"}) == ["b", "a"]
     assert place([["s1"], ["s2"]], hosts, {}, sandboxed={"s1", "s2"}) == ["b", None]
+
+
+def test_a_hosts_free_sandboxes_are_its_ledgers_bound_less_what_is_in_use():
+    from workflows.capacity import Ledger, free
+
+    assert (
+        free(Ledger(domain="d", limits={"sandboxes": 4}, observed={"sandboxes": 3}), "sandboxes")
+        == 1
+    )
+    assert (
+        free(Ledger(domain="d", limits={"sandboxes": 2}, observed={"sandboxes": 5}), "sandboxes")
+        == 0
+    )
+    assert free(Ledger(domain="d"), "sandboxes") is None  # no bound: unbounded
