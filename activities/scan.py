@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -330,7 +331,8 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
     part_dirs = [
         results_dir / f"part-{i}" if len(parts) > 1 else results_dir for i in range(len(parts))
     ]
-    following = _follow_share(request, part_dirs)
+    scanning = set(range(len(parts)))  # the parts still scanning
+    following = _follow_share(request, part_dirs, scanning)
     try:
         async with asyncio.TaskGroup() as group:
             answers = [
@@ -343,9 +345,10 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
                             "max_connections": max(1, connections // len(parts))
                             if connections
                             else None,
-                            **_widening(request, part_dirs[index], len(parts), following),
+                            **_widening(request, part_dirs[index], following),
                         },
                         part_dirs[index],
+                        lambda index=index: scanning.discard(index),
                     )
                 )
                 for index, (part, shard) in enumerate(parts)
@@ -361,9 +364,10 @@ async def scan_in_subprocess(request: dict) -> list[dict]:
     )
 
 
-def _follow_share(request: dict, part_dirs: list[Path]) -> asyncio.Task | None:
-    """scan-widen-v1: while the scan runs, keep its parts' connections files at the run's
-    share for it (the run's query, asked from here), so the children widen as it grows."""
+def _follow_share(request: dict, part_dirs: list[Path], scanning: set[int]) -> asyncio.Task | None:
+    """scan-widen-v1: while the scan runs, keep the connections files of its parts still
+    `scanning` at the run's share for it (the run's query, asked from here), so the children
+    widen as it grows and as other parts end."""
     key, run_id, first = (
         request.get("scan_key"),
         request.get("run_id"),
@@ -373,7 +377,7 @@ def _follow_share(request: dict, part_dirs: list[Path]) -> asyncio.Task | None:
         return None
     from workflows.eval_run import EvalRun
 
-    from .scan_widen import follow
+    from .scan_widen import done_marker, follow
 
     handle = activity.client().get_workflow_handle(run_id)
     for directory in part_dirs:
@@ -382,28 +386,45 @@ def _follow_share(request: dict, part_dirs: list[Path]) -> asyncio.Task | None:
     async def share() -> int | None:
         return await handle.query(EvalRun.scan_connections, key)
 
+    async def drained() -> None:
+        await handle.signal(EvalRun.scan_drained, key)
+
     files = [connections_file(directory, key) for directory in part_dirs]
     for path in files:  # there before the children start
         write_atomic(path, f"{max(1, first // len(files))}\n")
-    return asyncio.create_task(follow(files, share, first))
+
+    def live() -> list[Path]:
+        return [
+            files[index]
+            for index in sorted(scanning)
+            if not done_marker(files[index]).exists()  # writing its results out
+        ]
+
+    return asyncio.create_task(follow(live, share, first, drained))
 
 
-def _widening(request: dict, part_dir: Path, parts: int, following: asyncio.Task | None) -> dict:
-    """What a part's child needs to widen: its connections file and the most it may get."""
+def _widening(request: dict, part_dir: Path, following: asyncio.Task | None) -> dict:
+    """What a part's child needs to widen: its connections file and the most it may get (the
+    whole ceiling: the other parts may end first)."""
     ceiling = request.get("connections_ceiling")
     if following is None or not ceiling:
         return {}
     return {
         "connections_file": str(connections_file(part_dir, request["scan_key"])),
-        "connections_ceiling": max(1, ceiling // parts),
+        "connections_ceiling": ceiling,
     }
 
 
-async def _scan_part(request: dict, cwd: Path) -> list[dict]:
+async def _scan_part(
+    request: dict, cwd: Path, ended: Callable[[], None] = lambda: None
+) -> list[dict]:
     cwd.mkdir(parents=True, exist_ok=True)
-    response, last_line = await run_in_child(
-        respond, request, cwd, _heartbeat, HEARTBEAT_INTERVAL_S
-    )
+    try:
+        response, last_line = await run_in_child(
+            respond, request, cwd, _heartbeat, HEARTBEAT_INTERVAL_S
+        )
+    finally:
+        ended()  # its connections go to the parts still scanning
     if response is None:
         raise ScanFailed(f"The scan process died before it answered: {last_line}")
     if "error" in response:
@@ -436,6 +457,7 @@ def respond(request: dict) -> dict[str, Any]:
         from . import scan_widen  # registers the hook that follows the file
 
         os.environ[scan_widen.CONNECTIONS_FILE_ENV] = request["connections_file"]
+        scan_widen.mark_done_before_the_final_write(Path(request["connections_file"]))
     try:
         return {
             "findings": scan_transcripts(

@@ -5,8 +5,9 @@ budget had left kept that little even after the other ended and no eval work was
 bench's scan ran its last 500 transcripts at a third of the provider's capacity). Now the scan's
 child works on enough transcripts for the most the budget could give it, and holds the model
 connections it was given in Inspect's resizable connection semaphore. The activity writes the
-connections the run now gives the scan into a file (`follow`, from a query to the run every
-FOLLOW_EVERY_S); the child, in Inspect's before-generate hook, reads it at most twice a second
+connections the run now gives the scan into a file per part (`follow`, from a query to the run
+every FOLLOW_EVERY_S; a part that has ended leaves its connections to the parts still
+scanning, whose logs may be larger); the child, in Inspect's before-generate hook, reads it at most twice a second
 and resizes the semaphore: a raise takes waiting transcripts in at once, a cut takes effect as
 connections come back.
 """
@@ -76,22 +77,53 @@ class ScanConnections(Hooks):
             _follower.applied = wanted
 
 
+def done_marker(connections_file: Path) -> Path:
+    """Written by a part's child once it has asked for its last transcript: it holds no
+    connection while scout writes its results out (seconds, for thousands of transcripts)."""
+    return connections_file.with_name(connections_file.name + ".done")
+
+
+def mark_done_before_the_final_write(connections_file: Path) -> None:
+    """In the child: write the done marker when scout starts its final results write."""
+    from inspect_scout._recorder.file import FileRecorder
+
+    original = FileRecorder.sync
+
+    async def sync(scan_location: str, complete: bool):  # type: ignore[no-untyped-def]
+        if complete:
+            write_atomic(done_marker(connections_file), "done\n")
+        return await original(scan_location, complete)
+
+    FileRecorder.sync = staticmethod(sync)  # type: ignore[method-assign]
+
+
 async def follow(
-    files: list[Path], share: Callable[[], Awaitable[int | None]], first: int | None
+    live: Callable[[], list[Path]],
+    share: Callable[[], Awaitable[int | None]],
+    first: int,
+    drained: Callable[[], Awaitable[None]],
 ) -> None:
-    """In the activity: keep each part's connections file at its part of the scan's share
-    (`share()` asks the run), until cancelled. A share that cannot be read leaves the files."""
-    written: int | None = None
+    """In the activity: keep the connections file of each part still scanning (`live()`) at
+    its part of the scan's share (`share()` asks the run), until cancelled: a part that ends
+    leaves its connections to the others, and once none scans the run hears so (`drained()`)
+    and may give them to another scan. A share that cannot be read stays as it was."""
+    written: tuple[int, tuple[Path, ...]] | None = None
     current = first
     while True:
-        if current is not None and current != written:
+        files = tuple(live())
+        if not files:
+            try:
+                await drained()
+            except Exception as err:  # noqa: BLE001 - the scan's end says the same, later
+                log.warning("scan drain not told", error=repr(err))
+            return
+        if (current, files) != written:
             per_part = max(1, current // len(files))
             for path in files:
                 write_atomic(path, f"{per_part}\n")
-            written = current
-        await asyncio.sleep(FOLLOW_EVERY_S)
+            written = (current, files)
+        await asyncio.sleep(FOLLOW_EVERY_S if files == tuple(live()) else 0)
         try:
-            current = await share()
+            current = await share() or current
         except Exception as err:  # noqa: BLE001 - the run busy or away: keep what they have
             log.warning("scan share not read", error=repr(err))
-            current = written

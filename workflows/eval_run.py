@@ -337,6 +337,12 @@ class EvalRun:
         """scan-widen-v1: the connections the running scan `key` may hold now."""
         return self._ctx.scan_shares.get(key)
 
+    @workflow.signal
+    def scan_drained(self, key: str) -> None:
+        """scan-widen-v1: the scan `key` asks for nothing more (it writes its results out):
+        its connections may go to the scan beside it now."""
+        eval_run_scan.widen_the_other(self._ctx, key)
+
     @workflow.signal(name=Signal.HOST_LOST)
     def host_lost(self, loss: HostLost) -> None:
         """The host registry: a host this run's workers are on has gone silent."""

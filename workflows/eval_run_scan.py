@@ -90,9 +90,10 @@ def _named(ctx: RunContext, connections: int | None) -> str | None:
     return key
 
 
-def _widen_the_other(ctx: RunContext, key: str | None) -> None:
-    """A scan ended: once no eval work is left, the scan still running beside it takes its
-    connections (their sum stays what the budget gave the scans)."""
+def widen_the_other(ctx: RunContext, key: str | None) -> None:
+    """A scan ended (or asks for nothing more): once no eval work is left, the scan still
+    running beside it takes its connections (their sum stays what the budget gave the scans).
+    Once per scan: its key is forgotten."""
     freed = ctx.scan_shares.pop(key, 0) if key else 0
     if freed and ctx.scan_shares and not policy.open_tasks(ctx.state):
         other = sorted(ctx.scan_shares)[0]
@@ -139,7 +140,7 @@ async def _scan(
         outcome = ScanOutcome(logs=logs, findings=findings)
     except ActivityError as err:
         outcome = ScanOutcome(logs=logs, problem=cause_of(err))
-    _widen_the_other(ctx, key)
+    widen_the_other(ctx, key)
     ctx.scan_outcomes.append(outcome)
     ctx.scans_running = max(0, ctx.scans_running - 1)
     ctx.scanning = ctx.scans_running > 0 if ctx.patches.scan_pair else False
