@@ -7,7 +7,9 @@ Two cases, each run both ways in the same invocation (bench/ramp_ways.py runs th
     answering the scanner's prompts (a few flagged);
 (b) CPU-bound: 400 in flight x 0.5 s, 8 tasks x 500 samples: one process's CPU is the limit.
 
-Samples/s is to the last sample; the first request and the time to 90 % of capacity (the
+Samples/s is to the last sample: when the provider answered the last eval request (the same
+instrument for both ways; `*_reported` figures are to plain's exit and to Steward's state
+showing the last sample, read once a second). The first request and the time to 90 % of capacity (the
 simulator's in-flight count reaching 90 % of its limit) are from when the work could start:
 plain's command start, and Steward's `launch` returning (its smoke runs inside `launch`).
 Prints a table per case, a PNG of served requests/s over time for both ways of both cases, and
@@ -65,15 +67,20 @@ def run_case(root: Path, case: Case) -> dict[str, dict]:
         finally:
             sim.stop()
         trace = sim.trace
+        answered = trace.last_eval_answer()
         result.update(
-            rps=case.samples / result["seconds"],
+            # To the last sample as the provider saw it: its answer to the last eval request.
+            last_sample=answered - result["start"],
+            rps=case.samples / (answered - result["start"]),
+            # ... and as the command reported it: plain's exit, Steward's state (polled each s).
+            rps_reported=case.samples / result["seconds"],
             rate_limited=stats["rate_limited"],
             first_request=trace.first_request_after(result["work_start"]),
             to_90pct=trace.at_share_of_capacity_after(result["work_start"], case.concurrency),
             scan_rps=trace.scan_rate(),
         )
         result["scan_full_rps"], result["scanned_after_last"] = trace.scan_rate_after(
-            result["start"] + result["seconds"]
+            answered  # the last sample, as the provider saw it
         )
         result.update(
             served_rate=trace.served_rate(),
@@ -94,6 +101,7 @@ def table(case: Case, results: dict[str, dict]) -> Table:
     for column in (
         "way",
         "samples/s",
+        "reported",
         "of capacity",
         "429s",
         "launch s",
@@ -108,14 +116,15 @@ def table(case: Case, results: dict[str, dict]) -> Table:
         out.add_row(
             way,
             f"{r['rps']:.2f}",
+            f"{r['rps_reported']:.2f}",
             f"{r['rps'] / case.capacity_rps:.2f}",
             str(r["rate_limited"]),
             _s(r.get("launch_s")),
             _s(r["first_request"]),
             _s(r["to_90pct"]),
             str(r["cancelled"]),
-            _s(r["to_finished"] - r["seconds"]) if "to_finished" in r else "-",
-            _s(r["to_scanned"] - r["seconds"]) if case.scan and "to_scanned" in r else "-",
+            _s(r["to_finished"] - r["last_sample"]) if "to_finished" in r else "-",
+            _s(r["to_scanned"] - r["last_sample"]) if case.scan and "to_scanned" in r else "-",
         )
     return out
 
@@ -183,10 +192,16 @@ def main() -> None:
                 "plain_rps": round(plain["rps"], 2),
                 "ramp_rps": round(steward["rps"], 2),
                 "ramp_ratio": round(steward["rps"] / plain["rps"], 3),
+                "plain_rps_reported": round(plain["rps_reported"], 2),
+                "ramp_rps_reported": round(steward["rps_reported"], 2),
+                "ramp_ratio_reported": round(steward["rps_reported"] / plain["rps_reported"], 3),
                 "cpu_capacity_rps": b.capacity_rps,
                 "cpu_plain_rps": round(cpu["plain"]["rps"], 2),
                 "cpu_steward_rps": round(cpu["steward"]["rps"], 2),
                 "cpu_ratio": round(cpu["steward"]["rps"] / cpu["plain"]["rps"], 3),
+                "cpu_ratio_reported": round(
+                    cpu["steward"]["rps_reported"] / cpu["plain"]["rps_reported"], 3
+                ),
                 "first_request_s": _round(steward["first_request"]),
                 "to_90pct_s": _round(steward["to_90pct"]),
                 "plain_first_request_s": _round(plain["first_request"]),
@@ -195,8 +210,10 @@ def main() -> None:
                 "steward_429s": steward["rate_limited"],
                 "plain_429s": plain["rate_limited"],
                 "samples_cancelled": steward["cancelled"] + cpu["steward"]["cancelled"],
-                "last_sample_to_finished_s": _round(steward["to_finished"] - steward["seconds"]),
-                "last_sample_to_scanned_s": _round(steward["to_scanned"] - steward["seconds"]),
+                "last_sample_to_finished_s": _round(
+                    steward["to_finished"] - steward["last_sample"]
+                ),
+                "last_sample_to_scanned_s": _round(steward["to_scanned"] - steward["last_sample"]),
                 "scan_rps": _round(scan_rps),
                 "scan_full_budget_rps": _round(scan_full),
                 "scan_capacity_ratio": _round(scan_full / a.capacity_rps if scan_full else None, 3),

@@ -92,6 +92,16 @@ class Trace:
         rate = (last[4] - first[4]) / max(SAMPLE_EVERY_S, last[0] - first[0])
         return rate, last[4] - base
 
+    def last_eval_answer(self) -> float | None:
+        """When the provider answered its last eval request (scanner prompts apart): the
+        moment the last sample's generate returned, seen the same way for both ways."""
+        last, seen = None, None
+        for t, served, _, _, scanned in self.points:
+            evals = served - scanned
+            if seen is None or evals > seen:
+                last, seen = t, evals
+        return last
+
     def served_rate(self, window: float = 2.0) -> list[tuple[float, float]]:
         """Answers per second over a trailing window, at each point."""
         rates, start = [], 0
