@@ -21,6 +21,7 @@ PRELOAD = [
     "inspect_scout",
     "inspect_ai.log",
     "activities.scan",
+    "activities.scan_children",
     # task workers (activities/worker_fork.py): Inspect's eval path, its providers and plugins
     "worker.inspect_preload",
     "activities.worker_fork",

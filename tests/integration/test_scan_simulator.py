@@ -98,17 +98,21 @@ def _scanned(simulator: str) -> int:
     return httpx.get(f"{simulator}/admin/stats").json()["scanned"]
 
 
+def _request(log: str, results: Path, cwd: Path, **extra: object) -> dict:
+    """A scan request for one log, the simulator judging."""
+    return {
+        "log_paths": [log],
+        "results_dir": str(results),
+        "scan_model": SIM_MODEL,
+        "scanners": [],
+        "cwd": str(cwd),
+        **extra,
+    }
+
+
 async def _scan(sim_log: str, tmp_path: Path, name: str) -> list[dict]:
     """Steward's scan activity (the forked child) on the log, the simulator judging."""
-    return await scan_transcripts_activity(
-        {
-            "log_paths": [sim_log],
-            "results_dir": str(tmp_path / name),
-            "scan_model": SIM_MODEL,
-            "scanners": [],
-            "cwd": str(tmp_path),
-        }
-    )
+    return await scan_transcripts_activity(_request(sim_log, tmp_path / name, tmp_path))
 
 
 def test_without_the_encoding_the_scan_would_download_it(
@@ -214,14 +218,7 @@ async def test_a_scan_keeps_more_transcripts_than_connections_but_only_its_conne
     try:
         os.environ["SIM_BASE_URL"] = f"{url}/v1"  # monkeypatched by `offline`: restored after
         await scan_transcripts_activity(
-            {
-                "log_paths": [log.location],
-                "results_dir": str(tmp_path / "scans"),
-                "scan_model": SIM_MODEL,
-                "scanners": [],
-                "cwd": str(tmp_path),
-                "max_connections": 2,
-            }
+            _request(log.location, tmp_path / "scans", tmp_path, max_connections=2)
         )
         stats = httpx.get(f"{url}/admin/stats").json()
     finally:
@@ -241,7 +238,7 @@ async def test_a_running_scan_widens_when_its_connections_file_says_so(
     import time
 
     from activities.paths import write_atomic
-    from activities.scan import respond
+    from activities.scan_children import respond
     from activities.scan_process import run_in_child
 
     words = [f"w{i}" for i in range(24)]
@@ -269,16 +266,14 @@ async def test_a_running_scan_widens_when_its_connections_file_says_so(
     try:
         os.environ["SIM_BASE_URL"] = f"{url}/v1"  # monkeypatched by `offline`: restored after
         watcher.start()
-        request = {
-            "log_paths": [log.location],
-            "results_dir": str(tmp_path / "scan"),
-            "scan_model": SIM_MODEL,
-            "scanners": [],
-            "cwd": str(tmp_path),
-            "max_connections": 1,
-            "connections_ceiling": 4,
-            "connections_file": str(connections),
-        }
+        request = _request(
+            log.location,
+            tmp_path / "scan",
+            tmp_path,
+            max_connections=1,
+            connections_ceiling=4,
+            connections_file=str(connections),
+        )
         answer, last = await run_in_child(respond, request, tmp_path / "scan", lambda: None, 1.0)
         await asyncio.to_thread(watcher.join, 30)
         stats = httpx.get(f"{url}/admin/stats").json()
