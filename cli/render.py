@@ -224,6 +224,8 @@ def print_runs(rows: list[dict]) -> None:
 
 
 def print_hosts(rows: list[dict]) -> None:
+    """One row per host: Docker sandboxes it still has room for, task workers of running runs
+    on it, its Steward/Inspect versions."""
     if not rows:
         console.print(
             "No host has announced itself: start `steward worker` on each host.", highlight=False
@@ -236,21 +238,21 @@ def print_hosts(rows: list[dict]) -> None:
         "heard",
         "cpus",
         "memory",
-        "sandboxes free",
-        "task workers",
+        "sandboxes",
+        "workers",
         "versions",
     ):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, no_wrap=True)
     for row in rows:
         table.add_row(
             row["host_id"],
             row["state"],
-            f"{row['silent_s']:.0f} s ago",
+            f"{row['silent_s']:.0f}s ago",
             str(row["cpus"]),
-            f"{row['memory_gb']:g} GiB",
+            f"{row['memory_gb']:g}G",
             "—" if row["sandboxes_free"] is None else str(row["sandboxes_free"]),
             str(row["task_workers"]),
-            f"steward {row['steward_version'] or '?'} · inspect {row['inspect_version'] or '?'}",
+            f"{row['steward_version'] or '?'}/{row['inspect_version'] or '?'}",
         )
     console.print(table)
 
