@@ -16,7 +16,7 @@ from workflows.delta import AmendRequest, AmendResult, gate
 from workflows.eval_run import EvalRun
 from workflows.options import run_settings
 
-from . import launching, pools, render
+from . import launching, pools, render, smoke_beside
 from .context import Context, load_context
 from .launching import LaunchPlan
 from .output import bad_input, command, console, emit, working
@@ -76,7 +76,8 @@ def launch(
     """Launch the workspace's eval set as a durable run; on a live run, commit the edit's delta.
 
     Resolves the definition, reuses what the log store answers, smokes the new work (2 samples
-    a task), then starts the run, or changes the live one (only new or changed work runs; moving
+    a task; beside a fresh run's start, which a failed smoke takes back), then starts the run,
+    or changes the live one (only new or changed work runs; moving
     results to logs-archive/ needs --accept-archive)."""
     from worker.workspace import default_definition
 
@@ -108,9 +109,16 @@ def launch(
         with working("checking the workers' credentials", as_json):
             models = [t.model for t in plan.capture.tasks]
             document["credentials"] = launching.check_credentials(ctx, models, as_json)
-    if to_run and (smoke_only or (ctx.options.smoke and not no_smoke)):
+    smoking = bool(to_run) and (smoke_only or (ctx.options.smoke and not no_smoke))
+    # A fresh run's smoke runs beside its start (cli/smoke_beside.py); others smoke first.
+    beside = smoking and not smoke_only and smoke_beside.eligible(plan)
+
+    def run_smoke(stopped: str = "nothing was launched") -> dict[str, Any]:
         with working(f"smoke run of {len(to_run)} task(s)", as_json):
-            document["smoke"] = launching.smoke(ctx, definition, to_run, accept or [], as_json)
+            return launching.smoke(ctx, definition, to_run, accept or [], as_json, stopped)
+
+    if smoking and not beside:
+        document["smoke"] = run_smoke()
     if smoke_only:
         emit(
             as_json,
@@ -121,20 +129,28 @@ def launch(
         with working("committing the change to the live run", as_json):
             _relaunch(ctx, plan, document, who(by), as_json)
     else:
-        with working("starting the run and its task workers", as_json):
-            status = asyncio.run(
-                start_run(
-                    ctx,
-                    definition,
-                    run_settings(ctx.options),
-                    who(by),
-                    log_dir=plan.log_dir,
-                    capture=plan.capture,
-                    definition_hash=plan.definition_hash,
-                    store_hits=plan.store_hits,
-                    timer=not no_timer,
+
+        def start() -> RunStatus:
+            with working("starting the run and its task workers", as_json):
+                return asyncio.run(
+                    start_run(
+                        ctx,
+                        definition,
+                        run_settings(ctx.options),
+                        who(by),
+                        log_dir=plan.log_dir,
+                        capture=plan.capture,
+                        definition_hash=plan.definition_hash,
+                        store_hits=plan.store_hits,
+                        timer=not no_timer,
+                    )
                 )
-            )
+
+        if beside:
+            status, document["smoke"] = smoke_beside.start_beside_smoke(ctx, plan, start, run_smoke)
+            status = asyncio.run(current_status(ctx))  # as it stands after the smoke
+        else:
+            status = start()
         _report_started(ctx, plan, status, document, docker_pools.value, daemon_json, as_json)
 
 

@@ -158,7 +158,12 @@ def print_plan(plan: LaunchPlan) -> None:
 
 
 def smoke(
-    ctx: Context, definition: str, tasks: list[TaskSpec], accept: list[str], quiet: bool
+    ctx: Context,
+    definition: str,
+    tasks: list[TaskSpec],
+    accept: list[str],
+    quiet: bool,
+    stopped: str = "nothing was launched",
 ) -> dict[str, Any]:
     """Smoke the work about to run; a failure not waived stops the launch with what failed."""
     from workflows.preflight import waived
@@ -172,7 +177,7 @@ def smoke(
     if failures:
         lines = "; ".join(f"{f.task} ({f.model}): {f.check} — {f.message}" for f in failures)
         raise CommandError(
-            f"The smoke run failed, so nothing was launched: {lines}. Fix it, or waive a check "
+            f"The smoke run failed, so {stopped}: {lines}. Fix it, or waive a check "
             "with --accept CHECK (model, sandbox, task, timeout, definition, or TASK:CHECK), or "
             "skip the smoke with --no-smoke."
         )

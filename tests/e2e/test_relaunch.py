@@ -173,7 +173,11 @@ def test_a_failed_smoke_blocks_the_launch_until_waived(steward: Steward, workspa
 
     blocked = steward("launch", cwd=workspace, env=smoke_on)
     assert blocked.code == 1 and "smoke run failed" in blocked.stderr
-    assert steward("status", cwd=workspace).code == 2  # still nothing launched
+    # The run that started beside the smoke was stopped, with nothing of it left to resume.
+    assert "cancelled and its logs removed" in blocked.stderr
+    stopped = steward.state(workspace)
+    assert stopped["phase"] == "cancelled" and stopped["cancel_reason"] == "the smoke failed"
+    assert not [p for p in log_root.rglob("*") if p.is_file()]
 
     waived = steward.ok("launch", "--accept", "fragile:task", cwd=workspace, env=smoke_on)
     assert waived["smoke"]["checks"][0]["check"] == "task"
