@@ -76,14 +76,22 @@ def run_case(root: Path, case: Case) -> dict[str, dict]:
             rps_reported=case.samples / result["seconds"],
             rate_limited=stats["rate_limited"],
             first_request=trace.first_request_after(result["work_start"]),
+            first_request_from_start=trace.first_request_after(result["start"]),
             to_90pct=trace.at_share_of_capacity_after(result["work_start"], case.concurrency),
             scan_rps=trace.scan_rate(),
         )
         result["scan_full_rps"], result["scanned_after_last"] = trace.scan_rate_after(
             answered  # the last sample, as the provider saw it
         )
+        first_scan, last_scan = trace.scan_span_after(answered)
         result.update(
             served_rate=trace.served_rate(),
+            # Where the wait after the last sample goes: until the scan's first prompt is
+            # answered, and from its last one to the run showing every log scanned.
+            scan_start=None if first_scan is None else first_scan - answered,
+            scan_tail=None
+            if last_scan is None or "to_scanned" not in result
+            else result["to_scanned"] - (last_scan - result["start"]),
         )
         results[way] = result
     return results
@@ -203,6 +211,9 @@ def main() -> None:
                     cpu["steward"]["rps_reported"] / cpu["plain"]["rps_reported"], 3
                 ),
                 "first_request_s": _round(steward["first_request"]),
+                # From the command's start (plain's figure is that already): a fresh run's
+                # smoke runs beside its start, so its work begins before `launch` returns.
+                "first_request_from_start_s": _round(steward["first_request_from_start"]),
                 "to_90pct_s": _round(steward["to_90pct"]),
                 "plain_first_request_s": _round(plain["first_request"]),
                 "plain_to_90pct_s": _round(plain["to_90pct"]),
@@ -222,6 +233,8 @@ def main() -> None:
                 ),
                 "scanned_after_last_sample": steward["scanned_after_last"],
                 "finish_target_s": _round(finish_target),
+                "scan_start_s": _round(steward["scan_start"]),
+                "scan_tail_s": _round(steward["scan_tail"]),
                 "scan_failed": bool(steward["scan_problem"]),
                 "budget": steward["budget"],
                 "samples": a.samples,

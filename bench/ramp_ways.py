@@ -92,6 +92,18 @@ class Trace:
         rate = (last[4] - first[4]) / max(SAMPLE_EVERY_S, last[0] - first[0])
         return rate, last[4] - base
 
+    def scan_span_after(self, mark: float) -> tuple[float | None, float | None]:
+        """(first, last) scanner prompt answered after `mark`, in the trace's seconds."""
+        after = [p for p in self.points if p[0] >= mark]
+        if not after:
+            return None, None
+        base = after[0][4]
+        moving = [p for p in after if p[4] > base]
+        if not moving:
+            return None, None
+        last = next(p for p in after if p[4] == moving[-1][4])
+        return moving[0][0], last[0]
+
     def last_eval_answer(self) -> float | None:
         """When the provider answered its last eval request (scanner prompts apart): the
         moment the last sample's generate returned, seen the same way for both ways."""
