@@ -66,7 +66,9 @@ async def placements(ctx: RunContext, groups: list[list[TaskState]]) -> list[Hos
         )
         for h in live
     ]
-    last = {t.spec.identifier: t.host for g in groups for t in g if t.host}
+    # Where each task last ran: its host, or the workspace's for a task that ran there.
+    last = {t.spec.identifier: t.host or home for g in groups for t in g if t.host or t.attempts}
+    last = {identifier: host for identifier, host in last.items() if host}
     docker = {t.spec.identifier for g in groups for t in g if t.spec.sandbox == "docker"}
     chosen = place([[t.spec.identifier for t in g] for g in groups], loads, last, docker)
     by_id = {h.host_id: h for h in loads}
