@@ -17,6 +17,7 @@ make sure a worker of the lost host that comes back writes none of them again. A
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -78,6 +79,19 @@ async def placements(ctx: RunContext, groups: list[list[TaskState]]) -> list[Hos
     ]
 
 
+async def _ask_host(ctx: RunContext, name: str, request: Any, result_type: Any, queue: str) -> Any:
+    """A quick question to another host: once, and only if it takes it up within
+    OBSERVE_START_WITHIN (a host going away must not hold up the tend)."""
+    return await ctx.activity(
+        name,
+        request,
+        result_type=result_type,
+        queue=queue,
+        attempts=1,
+        start_within=OBSERVE_START_WITHIN,
+    )
+
+
 async def observe_remote(ctx: RunContext, observation: Observation, ends: list[WorkerEnd]) -> None:
     """Each other host observes its own workers (liveness, control sockets) and their tasks;
     what it saw replaces what the workspace's host could only read from the logs. A host
@@ -95,13 +109,8 @@ async def observe_remote(ctx: RunContext, observation: Observation, ends: list[W
             ],
         )
         try:
-            seen: Observation = await ctx.activity(
-                Activity.OBSERVE_RUN,
-                request,
-                result_type=Observation,
-                queue=queue,
-                attempts=1,
-                start_within=OBSERVE_START_WITHIN,
+            seen: Observation = await _ask_host(
+                ctx, Activity.OBSERVE_RUN, request, Observation, queue
             )
         except ActivityError as err:
             ctx.journal("host not observed", host=workers[0].host, problem=cause_of(err))
@@ -125,13 +134,8 @@ async def apply_setpoints(ctx: RunContext, changes: list[SetpointChange]) -> lis
     for queue in sorted({queue_of[c.socket] for c in changes if queue_of.get(c.socket)}):
         remote = [c for c in changes if queue_of.get(c.socket) == queue]
         try:
-            problems += await ctx.activity(
-                Activity.APPLY_SETPOINTS,
-                SetpointRequest(changes=remote),
-                result_type=list[str],
-                queue=queue,
-                attempts=1,
-                start_within=OBSERVE_START_WITHIN,
+            problems += await _ask_host(
+                ctx, Activity.APPLY_SETPOINTS, SetpointRequest(changes=remote), list[str], queue
             )
         except ActivityError as err:
             problems.append(f"{queue}: {cause_of(err)}")

@@ -104,33 +104,29 @@ async def stop_workers(ctx: RunContext, workers: list[WorkerProcess]) -> StopRes
     """Stop these processes (gracefully first), each through its host; the caller forgets
     them. A host that cannot be reached leaves its workers to their owner records (their
     logs belong to whoever resumes them), said in the journal."""
-    home = [w for w in workers if not w.queue]
     result = StopResult()
-    if home or not workers:
-        result = await ctx.activity(
-            Activity.STOP_WORKERS,
-            StopRequest(workers=home, grace_seconds=STOP_GRACE_SECONDS),
-            result_type=StopResult,
-            timeout=timedelta(minutes=3),
-            heartbeat=timedelta(seconds=15),
-        )
-    for queue in sorted({w.queue for w in workers if w.queue}):
-        remote = [w for w in workers if w.queue == queue]
+    home = [w for w in workers if not w.queue]
+    # The workspace's host is asked even with nothing to stop (what runs without `hosts` did).
+    queues = ([""] if home or not workers else []) + sorted({w.queue for w in workers if w.queue})
+    for queue in queues:
+        those = [w for w in workers if w.queue == queue]
         try:
             there: StopResult = await ctx.activity(
                 Activity.STOP_WORKERS,
-                StopRequest(workers=remote, grace_seconds=STOP_GRACE_SECONDS),
+                StopRequest(workers=those, grace_seconds=STOP_GRACE_SECONDS),
                 result_type=StopResult,
                 timeout=timedelta(minutes=3),
                 heartbeat=timedelta(seconds=15),
                 queue=queue,
-                attempts=3,
+                attempts=3 if queue else None,  # the workspace's host is waited for
             )
         except ActivityError as err:
+            if not queue:
+                raise
             ctx.journal(
                 "workers not stopped",
-                host=remote[0].host,
-                workers=[w.worker_id for w in remote],
+                host=those[0].host,
+                workers=[w.worker_id for w in those],
                 problem=cause_of(err),
             )
             continue
