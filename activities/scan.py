@@ -102,9 +102,11 @@ def scan_transcripts(
     from inspect_ai.model import GenerateConfig
     from inspect_scout import log_columns, scan, transcripts_from
 
+    from .scout_compaction import compact_from_memory
     from .scout_templates import cache_compiled_templates
 
     cache_compiled_templates()
+    compact_from_memory()
 
     scanners_by_name = {SCORING_INTEGRITY: scoring_integrity_scanner()}
     for spec in scanners:

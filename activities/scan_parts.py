@@ -2,10 +2,12 @@
 process cannot keep a fast provider busy; a scan runs one process per core (up to
 MAX_SCAN_PROCESSES).
 
-The unit of work is a log while there are at least as many logs as processes (split by bytes).
-A scan of fewer, large logs (the usual case: each task is scanned as soon as it is complete) is
-split by transcript instead: every process reads the same logs and scans every n-th of their
-transcripts (by sorted sample uuid), so a single log still keeps every core busy.
+The unit of work is a log while the logs split evenly over the processes (by bytes). A scan of
+fewer, large logs (the usual case: each task is scanned as soon as it is complete), or of logs
+that do not split evenly (three equal logs over two processes leave one with twice the work, and
+the scan's end waits for it alone), is split by transcript instead: every process reads the same
+logs and scans every n-th of their transcripts (by sorted sample uuid), so the processes end
+together.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 MAX_SCAN_PROCESSES = 4
 # Below this many bytes of logs a second process costs more than it saves.
 SHARD_MIN_BYTES = 256 * 1024
+UNEVEN = 1.1  # a split by log whose largest part has this much more than the mean is uneven
 
 Shard = tuple[int, int]  # (this process's index, how many share the transcripts)
 
@@ -27,9 +30,16 @@ def scan_processes(logs: int) -> int:
 def plan_parts(log_paths: list[str]) -> list[tuple[list[str], Shard | None]]:
     """The scan's parts: (logs, shard) per process; shard None scans all the logs' transcripts."""
     cores = max(1, min(os.cpu_count() or 1, MAX_SCAN_PROCESSES))
-    if len(log_paths) < cores and sum(_size(p) for p in log_paths) >= SHARD_MIN_BYTES:
+    by_log = split_logs(log_paths, scan_processes(len(log_paths)))
+    total = sum(_size(p) for p in log_paths)
+    if total >= SHARD_MIN_BYTES and (len(by_log) < cores or _uneven(by_log, total)):
         return [(list(log_paths), (index, cores)) for index in range(cores)]
-    return [(part, None) for part in split_logs(log_paths, scan_processes(len(log_paths)))]
+    return [(part, None) for part in by_log]
+
+
+def _uneven(parts: list[list[str]], total: int) -> bool:
+    largest = max(sum(_size(p) for p in part) for part in parts)
+    return largest > UNEVEN * total / len(parts)
 
 
 def split_logs(log_paths: list[str], parts: int) -> list[list[str]]:

@@ -146,7 +146,7 @@ def test_shards_of_one_log_scan_each_transcript_exactly_once(
     assert [f["sample_id"] for f in found] == ["gamma"]
 
 
-def test_a_scan_of_fewer_large_logs_than_cores_is_split_by_transcript(tmp_path, monkeypatch):
+def test_a_scan_of_logs_that_do_not_split_evenly_is_split_by_transcript(tmp_path, monkeypatch):
     from activities import scan_parts
 
     monkeypatch.setattr(scan_parts.os, "cpu_count", lambda: 2)
@@ -156,9 +156,15 @@ def test_a_scan_of_fewer_large_logs_than_cores_is_split_by_transcript(tmp_path, 
     small.write_bytes(b"x" * 100)
     assert scan_parts.plan_parts([str(large)]) == [([str(large)], (0, 2)), ([str(large)], (1, 2))]
     assert scan_parts.plan_parts([str(small)]) == [([str(small)], None)]  # not worth a process
-    assert scan_parts.plan_parts([str(large), str(small)]) == [
-        ([str(large)], None),
-        ([str(small)], None),
+    both = [str(large), str(small)]  # one process would have nearly all the work
+    assert scan_parts.plan_parts(both) == [(both, (0, 2)), (both, (1, 2))]
+    three = []  # three equal logs over two processes: one would have twice the other's
+    for name in "abc":
+        (tmp_path / f"{name}.eval").write_bytes(b"x" * scan_parts.SHARD_MIN_BYTES)
+        three.append(str(tmp_path / f"{name}.eval"))
+    assert scan_parts.plan_parts(three) == [(three, (0, 2)), (three, (1, 2))]
+    assert scan_parts.plan_parts(three + [str(large)]) == [  # four even logs: one each
+        (part, None) for part in scan_parts.split_logs(three + [str(large)], 2)
     ]
 
 
