@@ -8,6 +8,8 @@ data: journal events, control-socket changes, and the budgets learned (for the l
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, Field
 
 from . import provider_budget
@@ -190,11 +192,15 @@ def spawned(state: RunState, group: list[TaskState], worker_id: str, share: Conn
 
 
 def rebalance(
-    state: RunState, windows: dict[str, RampWindow], ceilings_seen: dict[str, int]
+    state: RunState,
+    windows: dict[str, RampWindow],
+    ceilings_seen: dict[str, int],
+    now: datetime | None = None,
 ) -> ConnectionPlan:
     """One tend: learn from each endpoint's windows (pushback anywhere lowers the budget for
     all), then split the budget over the live workers again (tasks finished, started, or
-    wanting more). `ceilings_seen`: worker id -> the ceiling its controller reports."""
+    wanting more). `ceilings_seen`: worker id -> the ceiling its controller reports. `now`:
+    budget-episode-v1 (provider_budget.adjust)."""
     plan = ConnectionPlan()
     for budget in state.providers.values():
         live = _live(state, budget)
@@ -209,8 +215,8 @@ def rebalance(
                     in_flight=sum(w.in_flight for w in mine),
                     pushback=any(w.pushback for w in mine),
                 )
-        move = provider_budget.adjust(budget, seen)
-        provider_budget.apply_move(budget, move)
+        move = provider_budget.adjust(budget, seen, now)
+        provider_budget.apply_move(budget, move, now)
         if move.kind != "none":
             plan.events.append(
                 RunEvent(

@@ -59,6 +59,7 @@ class Patches:
     handler_tends: bool  # a full history still tends for a handler that waits for a tend
     orphan: bool  # a run whose workspace is gone (or another run's) ends `orphaned`
     scan_widen: bool  # a running scan takes the connections of one that ended beside it
+    budget_episode: bool  # a budget moves once per pushback episode, and not back into it
 
     @classmethod
     def read(cls) -> Patches:
@@ -78,6 +79,7 @@ class Patches:
             handler_tends=workflow.patched("handler-tends-v1"),
             orphan=workflow.patched("orphan-v1"),
             scan_widen=workflow.patched("scan-widen-v1"),
+            budget_episode=workflow.patched("budget-episode-v1"),
         )
 
     @staticmethod

@@ -17,6 +17,13 @@ controllers' ceilings never exceeds it.
   of cuts undershoots the provider's limit; more pushback soon lowers it again). Windows in which
   every controller stood at its ceiling, saturated and clean, raise it by a tenth. A lowered
   budget is learned: it is what the next run against the endpoint starts from.
+* **Episodes** (budget-episode-v1). One burst of 429s reaches every worker, and each worker's
+  report is a tend of its own: measured, a budget went 90 -> 81 -> 72 in 0.6 s on one burst, and
+  another was raised 0.6 s after a cut (its controllers still stood at the old ceilings). So for
+  EPISODE_S after a lowering (Inspect's own cooldown between cuts) the budget neither falls
+  again nor rises; and a raise stops short of the lowest level that saw pushback in the last
+  PUSHBACK_MEMORY_S, so a budget just under the provider's limit stays there instead of
+  climbing back into it.
 * **Starting setpoints.** With a learned budget the tasks' starting sample concurrency is sized
   so the run's total in flight starts within it; an unknown budget keeps the seed's rule.
 """
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
@@ -35,6 +43,8 @@ INSPECT_MIN = 10  # the controller's default floor (clamped to the ceiling)
 MOST_CUT_PER_TEND = 0.9  # a pushback tend lowers a budget by a tenth at most
 GROWTH = 0.1
 AT_CEILING = 0.95  # a controller this close to its ceiling wants more
+EPISODE_S = 15.0  # after a lowering, what the workers report belongs to its episode
+PUSHBACK_MEMORY_S = 600.0  # how long a level that saw pushback caps the raises
 
 
 class ProviderBudget(BaseModel):
@@ -47,6 +57,8 @@ class ProviderBudget(BaseModel):
     learned: bool = False  # set by pushback (this run's or an earlier run's)
     pushbacks: int = 0  # windows with rate-limit pushback, over the run
     shares: dict[str, int] = Field(default_factory=dict)  # worker id -> ceiling applied
+    lowered_at: datetime | None = None  # budget-episode-v1: the last lowering
+    pushback_level: int | None = None  # the lowest limit that saw pushback since then
 
 
 class ConnectionShare(BaseModel):
@@ -140,13 +152,25 @@ def spawn_shares(
     return kept, bounds
 
 
-def adjust(budget: ProviderBudget, workers: dict[str, WorkerConnections]) -> BudgetMove:
-    """Learn from one tend's windows of the endpoint's workers."""
+def _since_lowered(budget: ProviderBudget, now: datetime | None) -> float | None:
+    if now is None or budget.lowered_at is None:
+        return None
+    return (now - budget.lowered_at).total_seconds()
+
+
+def adjust(
+    budget: ProviderBudget, workers: dict[str, WorkerConnections], now: datetime | None = None
+) -> BudgetMove:
+    """Learn from one tend's windows of the endpoint's workers. `now` (budget-episode-v1):
+    what they report within EPISODE_S of a lowering belongs to its episode."""
     previous = budget.limit
     unchanged = BudgetMove(kind="none", limit=previous, previous=previous)
     if not workers:
         return unchanged
     floor = len(workers)
+    since = _since_lowered(budget, now)
+    if since is not None and since < EPISODE_S:
+        return unchanged.model_copy(update={"reason": "the episode that lowered it"})
     if any(w.pushback for w in workers.values()):
         live = [w.live_limit for w in workers.values() if w.live_limit is not None]
         fell_to = sum(live) if len(live) == len(workers) else None
@@ -171,6 +195,10 @@ def adjust(budget: ProviderBudget, workers: dict[str, WorkerConnections]) -> Bud
     )
     if wanting_more:
         raised = previous + max(2, math.ceil(previous * GROWTH))
+        if budget.pushback_level is not None and since is not None and since < PUSHBACK_MEMORY_S:
+            raised = min(raised, budget.pushback_level - 1)  # short of what pushed back
+        if raised <= previous:
+            return unchanged
         return BudgetMove(
             kind="raised",
             limit=raised,
@@ -180,11 +208,20 @@ def adjust(budget: ProviderBudget, workers: dict[str, WorkerConnections]) -> Bud
     return unchanged
 
 
-def apply_move(budget: ProviderBudget, move: BudgetMove) -> None:
-    """The budget after `move` (a lowered budget is learned; new workers start from it)."""
+def apply_move(budget: ProviderBudget, move: BudgetMove, now: datetime | None = None) -> None:
+    """The budget after `move` (a lowered budget is learned; new workers start from it).
+    With `now` (budget-episode-v1) a lowering starts an episode and marks the level that saw
+    pushback."""
     if move.kind == "lowered":
         budget.pushbacks += 1
         budget.learned = True
+        if now is not None:
+            since = _since_lowered(budget, now)
+            remembered = budget.pushback_level if since is not None else None
+            if since is not None and since >= PUSHBACK_MEMORY_S:
+                remembered = None
+            budget.pushback_level = min(remembered or move.previous, move.previous)
+            budget.lowered_at = now
     if move.kind != "none":
         budget.limit = move.limit
         budget.start = min(budget.start, move.limit) if not budget.learned else move.limit

@@ -5,9 +5,12 @@ run against the same endpoint starts from what the first one learned."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import httpx
 
 from harness.helpers import fetch_history, make_workspace, read_journal, replay, wait_for
+from workflows.provider_budget import EPISODE_S
 
 SIM_MODEL = "openai-api/sim/echo"
 TASKS = {"alpha": 3000, "beta": 3000, "gamma": 3000}
@@ -109,11 +112,16 @@ def test_the_fleet_shares_one_budget_learns_from_pushback_and_the_next_run_start
     events = [e for e in read_journal(first) if e["event"] == "connection budget lowered"]
     assert events and events[0]["endpoint"] == endpoint
     steward.ok("cancel", cwd=first)
+    events = [e for e in read_journal(first) if e["event"] == "connection budget lowered"]
+    lowered_at = [datetime.fromisoformat(e["at"]) for e in events]
+    assert all(  # one burst of 429s, reported by every worker, lowers it once
+        (b - a).total_seconds() >= EPISODE_S for a, b in zip(lowered_at, lowered_at[1:])
+    ), events
     learned = steward.state(first)["providers"][endpoint]["limit"]  # its last word
     assert learned < 100
     replay(
         fetch_history(steward, steward.status(first)["workflow_id"]),
-        record_as="eval_run_budget_v1_pushback",
+        record_as="eval_run_budget_episode_v1_pushback",
     )
 
     # The next run against the same endpoint starts where the first one learned: its budget,

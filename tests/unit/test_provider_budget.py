@@ -302,3 +302,58 @@ def test_a_second_scan_beside_a_narrow_one_gets_what_the_budget_has_left():
     # Nothing left, or logs no budget covers: no second scan.
     assert connection_plan.share_beside_scan(state, [later.log]) is None
     assert connection_plan.share_beside_scan(state, ["/logs/unknown.eval"]) is None
+
+
+def test_one_pushback_episode_lowers_a_budget_once_and_it_does_not_rise_within_it():
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 12, 5, tzinfo=UTC)
+    budget = ProviderBudget(endpoint="e", limit=90, shares={w: 22 for w in "abcd"})
+    burst = {w: _seen(18, pushback=True) for w in "abcd"}
+    first = provider_budget.adjust(budget, burst, t0)
+    provider_budget.apply_move(budget, first, t0)
+    assert (first.kind, budget.limit, budget.pushback_level) == ("lowered", 81, 90)
+    # another worker's report of the same burst, 0.6 s later: the same episode
+    later = t0 + timedelta(seconds=0.6)
+    assert provider_budget.adjust(budget, burst, later).kind == "none"
+    # its controllers still at the old ceilings look saturated: no raise either
+    budget.shares = {w: 20 for w in "abcd"}
+    saturated = {w: _seen(20, in_flight=50) for w in "abcd"}
+    assert provider_budget.adjust(budget, saturated, later).kind == "none"
+    # past the episode, pushback lowers it again and saturation may raise it
+    after = t0 + timedelta(seconds=provider_budget.EPISODE_S + 1)
+    assert provider_budget.adjust(budget, burst, after).kind == "lowered"
+    assert provider_budget.adjust(budget, saturated, after).kind == "raised"
+    # without `now` (histories before budget-episode-v1) the burst lowers it twice
+    old = ProviderBudget(endpoint="e", limit=90, shares={w: 22 for w in "abcd"})
+    for _ in range(2):
+        provider_budget.apply_move(old, provider_budget.adjust(old, burst))
+    assert old.limit < 81
+
+
+def test_a_raise_stops_short_of_the_level_that_saw_pushback_while_it_is_remembered():
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 12, 5, tzinfo=UTC)
+    budget = ProviderBudget(endpoint="e", limit=78, shares={"a": 20, "b": 20, "c": 19, "d": 19})
+    burst = {"a": _seen(18, pushback=True), "b": _seen(18), "c": _seen(19), "d": _seen(19)}
+    provider_budget.apply_move(budget, provider_budget.adjust(budget, burst, t0), t0)
+    assert (budget.limit, budget.pushback_level) == (74, 78)  # where the controllers fell
+    budget.shares = {"a": 19, "b": 19, "c": 18, "d": 18}
+    saturated = {w: _seen(budget.shares[w], in_flight=50) for w in "abcd"}
+    later = t0 + timedelta(seconds=30)
+    move = provider_budget.adjust(budget, saturated, later)
+    assert (move.kind, move.limit) == ("raised", 77)  # a tenth more would be 82
+    provider_budget.apply_move(budget, move, later)
+    budget.shares = {"a": 20, "b": 19, "c": 19, "d": 19}
+    saturated = {w: _seen(budget.shares[w], in_flight=50) for w in "abcd"}
+    assert provider_budget.adjust(budget, saturated, later + timedelta(seconds=30)).kind == "none"
+    # forgotten after PUSHBACK_MEMORY_S: the budget may probe upward again
+    much_later = t0 + timedelta(seconds=provider_budget.PUSHBACK_MEMORY_S + 1)
+    assert provider_budget.adjust(budget, saturated, much_later).kind == "raised"
+    # a lowering then forgets the old level and marks the new one
+    burst = {w: _seen(15, pushback=True) for w in "abcd"}
+    provider_budget.apply_move(
+        budget, provider_budget.adjust(budget, burst, much_later), much_later
+    )
+    assert budget.pushback_level == 77
