@@ -7,7 +7,8 @@ Two cases, each run both ways in the same invocation (bench/ramp_ways.py runs th
     answering the scanner's prompts (a few flagged);
 (b) CPU-bound: 400 in flight x 0.5 s, 8 tasks x 500 samples: one process's CPU is the limit.
 
-Samples/s is to the last sample: when the provider answered the last eval request (the same
+The run's `finished` and `scanned` are the times its journal records (the status poll's, up to
+~1.5 s later, are printed as `*_polled_s`). Samples/s is to the last sample: when the provider answered the last eval request (the same
 instrument for both ways; `*_reported` figures are to plain's exit and to Steward's state
 showing the last sample, read once a second). The first request and the time to 90 % of capacity (the
 simulator's in-flight count reaching 90 % of its limit) are from when the work could start:
@@ -225,6 +226,13 @@ def main() -> None:
                     steward["to_finished"] - steward["last_sample"]
                 ),
                 "last_sample_to_scanned_s": _round(steward["to_scanned"] - steward["last_sample"]),
+                # ... as the status poll saw them (up to ~1.5 s later than the journal's times)
+                "last_sample_to_finished_polled_s": _round(
+                    steward["to_finished_polled"] - steward["last_sample"]
+                ),
+                "last_sample_to_scanned_polled_s": _round(
+                    steward["to_scanned_polled"] - steward["last_sample"]
+                ),
                 "scan_rps": _round(scan_rps),
                 "scan_full_budget_rps": _round(scan_full),
                 "scan_capacity_ratio": _round(scan_full / a.capacity_rps if scan_full else None, 3),

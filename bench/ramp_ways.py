@@ -229,9 +229,11 @@ def run_steward(root: Path, case: Case, sim: Simulator, trace: list | None = Non
     )
     try:
         start = time.monotonic() - sim.started
+        start_epoch = time.time()  # the journal's clock, for the same moment
         launched = steward.ok("launch", cwd=workspace)
         work_start = time.monotonic() - sim.started
-        return _follow(steward, workspace, case, sim, start, work_start, launched, trace)
+        result = _follow(steward, workspace, case, sim, start, work_start, launched, trace)
+        return {**result, **_journal_marks(workspace, start_epoch)}
     finally:
         steward("worker", "stop")
         steward("server", "stop")
@@ -265,6 +267,8 @@ def _follow(steward, workspace, case, sim, start, work_start, launched, trace) -
         "seconds": marks.get("last_sample", marks["finished"]),
         "to_finished": marks["finished"],
         "to_scanned": marks["scanned"],
+        "to_finished_polled": marks["finished"],
+        "to_scanned_polled": marks["scanned"],
         "scan_busy": scan_busy,
         "scan_problem": state["scan_problem"],
         "cancelled": cancelled,
@@ -274,6 +278,22 @@ def _follow(steward, workspace, case, sim, start, work_start, launched, trace) -
         "launch_s": work_start - start,
         "budget": {e: b["limit"] for e, b in state.get("providers", {}).items()},
     }
+
+
+def _journal_marks(workspace: Path, start_epoch: float) -> dict:
+    """When the run itself recorded the end of its samples (`finished`) and took in its last
+    scan's findings (`scanned`), in seconds since the command started: exact, where the status
+    poll (each ~1.5 s: a `steward status` and a second's sleep) sees them up to 1.5 s late. The
+    polled figures stay as `to_finished_polled` / `to_scanned_polled`."""
+    from datetime import datetime
+
+    from harness.helpers import read_journal
+
+    marks = {}
+    for event in read_journal(workspace):
+        if event["event"] in ("finished", "scanned"):
+            marks[event["event"]] = datetime.fromisoformat(event["at"]).timestamp() - start_epoch
+    return {f"to_{name}": seconds for name, seconds in marks.items()}
 
 
 def _all_scanned(state: dict) -> bool:
