@@ -20,6 +20,7 @@ from workflows.activity_io import SpawnRequest, StopRequest, StopResult
 from workflows.contracts import WorkerProcess
 from workflows.layout import workers_dir_of
 from workflows.names import Activity
+from workflows.provider_budget import WORKER_COOLDOWN_S
 
 from .control_socket import socket_path
 from .log_owners import OWNER_ENV, Claim, Disowned, take
@@ -165,6 +166,9 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
                 "min": share.floor,
                 "start": share.start,
                 "max": share.ceiling,
+                # The budget bounds the fleet and judges an episode: a worker climbs back
+                # from its own cut sooner than Inspect's 15 s (workflows/provider_budget.py).
+                "cooldown_seconds": WORKER_COOLDOWN_S,
             }
         }
     _write_json_atomic(selection, selection_document(request.eval_set_id, request.tasks, overrides))

@@ -1,13 +1,15 @@
-"""How one scan is shared among processes: scout costs ~50 ms of CPU a transcript here, so one
-process cannot keep a fast provider busy; a scan runs one process per core (up to
-MAX_SCAN_PROCESSES).
+"""How one scan is shared among processes: one process cannot keep a fast provider busy (scout
+costs ~20 ms of CPU a transcript here), and a scan's end waits for its largest part.
 
-The unit of work is a log while the logs split evenly over the processes (by bytes). A scan of
-fewer, large logs (the usual case: each task is scanned as soon as it is complete), or of logs
-that do not split evenly (three equal logs over two processes leave one with twice the work, and
-the scan's end waits for it alone), is split by transcript instead: every process reads the same
-logs and scans every n-th of their transcripts (by sorted sample uuid), so the processes end
-together.
+A large scan's unit of work is a log while its logs split evenly (by bytes) over one process
+each, up to MAX_SCAN_PROCESSES: three equal logs on two cores are three processes, not two with
+one doing twice the other's work (a scan mostly waits on the provider, so a process more than
+cores costs little, and each part's connections go to the others as it ends). A scan of fewer
+logs than cores (the usual case: each task is scanned as soon as it is complete), or of logs
+that do not split evenly, is split by transcript instead: every process reads the same logs
+and scans every n-th of their transcripts (by sorted sample uuid), so the processes end
+together; reading every log in every process costs a second or two at the start. A small scan
+is split by log over the cores, or not at all.
 """
 
 from __future__ import annotations
@@ -23,18 +25,21 @@ Shard = tuple[int, int]  # (this process's index, how many share the transcripts
 
 
 def scan_processes(logs: int) -> int:
-    """Processes for a scan split by log: one per core, never more than logs."""
+    """Processes for a small scan split by log: one per core, never more than logs."""
     return max(1, min(logs, os.cpu_count() or 1, MAX_SCAN_PROCESSES))
 
 
 def plan_parts(log_paths: list[str]) -> list[tuple[list[str], Shard | None]]:
     """The scan's parts: (logs, shard) per process; shard None scans all the logs' transcripts."""
     cores = max(1, min(os.cpu_count() or 1, MAX_SCAN_PROCESSES))
-    by_log = split_logs(log_paths, scan_processes(len(log_paths)))
     total = sum(_size(p) for p in log_paths)
-    if total >= SHARD_MIN_BYTES and (len(by_log) < cores or _uneven(by_log, total)):
-        return [(list(log_paths), (index, cores)) for index in range(cores)]
-    return [(part, None) for part in by_log]
+    if total < SHARD_MIN_BYTES:
+        return [(part, None) for part in split_logs(log_paths, scan_processes(len(log_paths)))]
+    if len(log_paths) >= cores:
+        by_log = split_logs(log_paths, min(len(log_paths), MAX_SCAN_PROCESSES))
+        if not _uneven(by_log, total):
+            return [(part, None) for part in by_log]
+    return [(list(log_paths), (index, cores)) for index in range(cores)]
 
 
 def _uneven(parts: list[list[str]], total: int) -> bool:

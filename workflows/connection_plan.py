@@ -88,6 +88,15 @@ def scan_share(state: RunState) -> tuple[int | None, list[SetpointChange]]:
     return None, []
 
 
+def _budget_event(budget: ProviderBudget, move: provider_budget.BudgetMove) -> RunEvent:
+    return RunEvent(
+        event=f"connection budget {move.kind}",
+        data=dict(
+            endpoint=budget.endpoint, previous=move.previous, limit=move.limit, reason=move.reason
+        ),
+    )
+
+
 def share_beside_scan(state: RunState, logs: list[str]) -> int | None:
     """A second scan, of `logs`, beside one that runs (scan-pair-v1): the connections the
     budget has left over the running scan's and any live worker's (None: no budget covers
@@ -218,17 +227,7 @@ def rebalance(
         move = provider_budget.adjust(budget, seen, now)
         provider_budget.apply_move(budget, move, now)
         if move.kind != "none":
-            plan.events.append(
-                RunEvent(
-                    event=f"connection budget {move.kind}",
-                    data=dict(
-                        endpoint=budget.endpoint,
-                        previous=move.previous,
-                        limit=move.limit,
-                        reason=move.reason,
-                    ),
-                )
-            )
+            plan.events.append(_budget_event(budget, move))
             if budget.learned:
                 plan.learned[budget.endpoint] = budget.limit
         ceilings = provider_budget.split(budget.limit, _demands(state, budget))

@@ -24,6 +24,10 @@ controllers' ceilings never exceeds it.
   again nor rises; and a raise stops short of the lowest level that saw pushback in the last
   PUSHBACK_MEMORY_S, so a budget just under the provider's limit stays there instead of
   climbing back into it.
+* **Workers' own controllers.** Each worker's controller still cuts itself on a 429 (Inspect's
+  x0.8, to a multiple of 5: a share of 20 falls to 15); the budget bounds their sum and judges
+  the episode, so a worker's controller waits WORKER_COOLDOWN_S after its cut before it climbs
+  back, not Inspect's 15 s (for which a fleet of small shares stood a quarter below its budget).
 * **Starting setpoints.** With a learned budget the tasks' starting sample concurrency is sized
   so the run's total in flight starts within it; an unknown budget keeps the seed's rule.
 """
@@ -45,6 +49,7 @@ GROWTH = 0.1
 AT_CEILING = 0.95  # a controller this close to its ceiling wants more
 EPISODE_S = 15.0  # after a lowering, what the workers report belongs to its episode
 PUSHBACK_MEMORY_S = 600.0  # how long a level that saw pushback caps the raises
+WORKER_COOLDOWN_S = 5.0  # a worker's controller after its own cut (Inspect's default: 15)
 
 
 class ProviderBudget(BaseModel):

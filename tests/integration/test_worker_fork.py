@@ -17,7 +17,7 @@ from activities import forkserver, processes
 from activities.capture import capture_definition_sync
 from harness.helpers import write_definition
 from workflows.activity_io import SelectedTask, SpawnRequest
-from workflows.provider_budget import ConnectionShare
+from workflows.provider_budget import WORKER_COOLDOWN_S, ConnectionShare
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +73,7 @@ def test_a_forked_worker_runs_its_tasks_detached_and_ends_like_a_fresh_one(warm,
         # The selection's overrides reached Inspect: its share of the connection budget.
         adaptive = log.plan.config.adaptive_connections
         assert (adaptive.min, adaptive.start, adaptive.max) == (3, 3, 7)
+        assert adaptive.cooldown_seconds == WORKER_COOLDOWN_S  # not Inspect's 15 s
     output = (tmp_path / ".steward" / "workers" / "w0001.log").read_text()
     assert "Traceback" not in output
 

@@ -158,14 +158,15 @@ def test_a_scan_of_logs_that_do_not_split_evenly_is_split_by_transcript(tmp_path
     assert scan_parts.plan_parts([str(small)]) == [([str(small)], None)]  # not worth a process
     both = [str(large), str(small)]  # one process would have nearly all the work
     assert scan_parts.plan_parts(both) == [(both, (0, 2)), (both, (1, 2))]
-    three = []  # three equal logs over two processes: one would have twice the other's
-    for name in "abc":
+    even = []  # equal logs: one process each (three on two cores, not one with two logs)
+    for name in "abcd":
         (tmp_path / f"{name}.eval").write_bytes(b"x" * scan_parts.SHARD_MIN_BYTES)
-        three.append(str(tmp_path / f"{name}.eval"))
-    assert scan_parts.plan_parts(three) == [(three, (0, 2)), (three, (1, 2))]
-    assert scan_parts.plan_parts(three + [str(large)]) == [  # four even logs: one each
-        (part, None) for part in scan_parts.split_logs(three + [str(large)], 2)
-    ]
+        even.append(str(tmp_path / f"{name}.eval"))
+    assert sorted(scan_parts.plan_parts(even[:3])) == [([p], None) for p in even[:3]]
+    assert sorted(scan_parts.plan_parts(even)) == [([p], None) for p in even]
+    (tmp_path / "e.eval").write_bytes(b"x" * scan_parts.SHARD_MIN_BYTES)
+    five = [*even, str(tmp_path / "e.eval")]  # four processes at most: one would have two
+    assert scan_parts.plan_parts(five) == [(five, (0, 2)), (five, (1, 2))]
 
 
 def test_a_scan_is_split_across_processes_by_log_size(tmp_path, monkeypatch):
