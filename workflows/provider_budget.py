@@ -222,10 +222,9 @@ def apply_move(budget: ProviderBudget, move: BudgetMove, now: datetime | None = 
         budget.learned = True
         if now is not None:
             since = _since_lowered(budget, now)
-            remembered = budget.pushback_level if since is not None else None
-            if since is not None and since >= PUSHBACK_MEMORY_S:
-                remembered = None
-            budget.pushback_level = min(remembered or move.previous, move.previous)
+            remembered = since is not None and since < PUSHBACK_MEMORY_S
+            level = budget.pushback_level if remembered else None
+            budget.pushback_level = min(level or move.previous, move.previous)
             budget.lowered_at = now
     if move.kind != "none":
         budget.limit = move.limit
