@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.client import WorkflowQueryFailedError
 
 from .paths import write_atomic
 from .scan import ScanFailed, ScanRequestError, resolve_scan_model, scan_transcripts
@@ -112,6 +113,12 @@ def _follow_share(request: dict, part_dirs: list[Path], scanning: set[int]) -> a
     async def drained() -> None:
         await handle.signal(EvalRun.scan_drained, key)
 
+    async def headroom() -> int:
+        try:
+            return await handle.query(EvalRun.scan_headroom, key) or 0
+        except WorkflowQueryFailedError:  # a run from before budget-episode-v1
+            return 0
+
     files = [connections_file(directory, key) for directory in part_dirs]
     for path in files:  # there before the children start
         write_atomic(path, f"{max(1, first // len(files))}\n")
@@ -123,7 +130,7 @@ def _follow_share(request: dict, part_dirs: list[Path], scanning: set[int]) -> a
             if not done_marker(files[index]).exists()  # writing its results out
         ]
 
-    return asyncio.create_task(follow(live, share, first, drained))
+    return asyncio.create_task(follow(live, share, first, drained, headroom))
 
 
 def _widening(request: dict, part_dir: Path, following: asyncio.Task | None) -> dict:

@@ -10,6 +10,15 @@ every FOLLOW_EVERY_S; a part that has ended leaves its connections to the parts 
 scanning, whose logs may be larger); the child, in Inspect's before-generate hook, reads it at most twice a second
 and resizes the semaphore: a raise takes waiting transcripts in at once, a cut takes effect as
 connections come back.
+
+A scan holding the whole budget may also probe above it (budget-episode-v1): the file then says
+`share cap`, the cap being the part's slice of what the run knows the provider refused (the
+lowest budget that saw pushback, less one). The run's budget can settle below the provider's
+limit (75 of 80 in the bench: the workers' controllers fall in steps of 5), and the scan, with
+no controller of its own, would keep to it. So while all its connections are busy, a part adds
+a twentieth of its share after each round (as many requests started as it holds connections,
+so about one provider latency), up to the cap; a 429 puts it back to its share, and the level
+that drew it is not probed again. It never holds less than the run's share.
 """
 
 from __future__ import annotations
@@ -32,23 +41,60 @@ READ_EVERY_S = 0.5
 
 
 class _Follower:
-    """The child's view of its connections file."""
+    """The child's view of its connections file, and its probe above the share."""
 
     def __init__(self) -> None:
         self.read_at = 0.0
         self.applied: int | None = None
+        self.share: int | None = None  # what the run gives this part
+        self.cap: int | None = None  # the most it may probe to
+        self.refused: int | None = None  # the lowest level that drew a 429 (at this share)
+        self.extra = 0  # probed connections above the share
+        self.started = 0  # requests started since the last probe step
 
-    def wanted(self) -> int | None:
+    def _read(self, now: float) -> None:
         path = os.environ.get(CONNECTIONS_FILE_ENV)
-        now = time.monotonic()
         if not path or now - self.read_at < READ_EVERY_S:
-            return None
+            return
         self.read_at = now
         try:
-            value = int(Path(path).read_text().strip())
+            numbers = [int(word) for word in Path(path).read_text().split()]
         except (OSError, ValueError):
+            return
+        if not numbers or numbers[0] < 1:
+            return
+        share, cap = numbers[0], max(numbers[0], numbers[-1])
+        if share != self.share:  # a new split: the probe starts again from it
+            self.refused, self.extra, self.started = None, 0, 0
+        self.share, self.cap = share, cap
+
+    def wanted(self, now: float, saturated: bool) -> int | None:
+        """The connections to hold now, when they differ from those applied."""
+        self._read(now)
+        if self.share is None or self.cap is None:
             return None
-        return value if value >= 1 and value != self.applied else None
+        top = self.cap if self.refused is None else min(self.cap, self.refused - 1)
+        self.started += 1
+        if (
+            saturated
+            and self.started >= (self.applied or self.share)
+            and self.share + self.extra < top
+        ):
+            self.extra += max(1, self.share // 20)
+            self.started = 0
+        self.extra = max(0, min(self.share + self.extra, top) - self.share)
+        wanted = self.share + self.extra
+        return wanted if wanted != self.applied else None
+
+    def refused_at(self) -> int | None:
+        """A 429: back to the share (returned, when that is a change), and the level that drew
+        it is not probed again. A 429 at the share itself is the run's budget to judge."""
+        if not self.extra or self.share is None:
+            return None
+        level = self.applied or self.share + self.extra
+        self.refused = level if self.refused is None else min(self.refused, level)
+        self.extra, self.started = 0, -(self.applied or self.share)  # two rounds' pause
+        return self.share
 
 
 _follower = _Follower()
@@ -66,13 +112,42 @@ def resize_connections(model_name: str, connections: int) -> int:
     return resized
 
 
+def _saturated(model_name: str) -> bool:
+    """Every connection of `model_name`'s semaphore is in use."""
+    from inspect_ai.util._concurrency import ResizableSemaphore, _concurrency_registry
+
+    return any(
+        isinstance(semaphore, ResizableSemaphore)
+        and semaphore.name == model_name
+        and semaphore.in_use >= semaphore.concurrency
+        for semaphore in _concurrency_registry.values()
+    )
+
+
+def _rate_limit_retries() -> int:
+    """The process's rate-limit retries so far, as Inspect counts them (each SDK-level retry
+    of a 429 too, so a refusal is seen a Retry-After after it, not after the SDK gave up)."""
+    from inspect_ai.model._throughput import _registry
+
+    return sum(record.retries_rate_limit for record in list(_registry.values()))
+
+
 @hooks(name="steward_scan_connections", description="Steward: a scan follows its budget share.")
 class ScanConnections(Hooks):
+    def __init__(self) -> None:
+        self.retries = 0
+
     def enabled(self) -> bool:
         return bool(os.environ.get(CONNECTIONS_FILE_ENV))
 
     async def on_before_model_generate(self, data: BeforeModelGenerate) -> None:
-        wanted = _follower.wanted()
+        retries = _rate_limit_retries()
+        if retries > self.retries:  # refused since the last request: back to the share
+            self.retries = retries
+            back = _follower.refused_at()
+            if back is not None and resize_connections(data.model_name, back):
+                _follower.applied = back
+        wanted = _follower.wanted(time.monotonic(), _saturated(data.model_name))
         if wanted is not None and resize_connections(data.model_name, wanted):
             _follower.applied = wanted
 
@@ -102,13 +177,16 @@ async def follow(
     share: Callable[[], Awaitable[int | None]],
     first: int,
     drained: Callable[[], Awaitable[None]],
+    headroom: Callable[[], Awaitable[int]] | None = None,
 ) -> None:
     """In the activity: keep the connections file of each part still scanning (`live()`) at
     its part of the scan's share (`share()` asks the run), until cancelled: a part that ends
     leaves its connections to the others, and once none scans the run hears so (`drained()`)
-    and may give them to another scan. A share that cannot be read stays as it was."""
-    written: tuple[int, tuple[Path, ...]] | None = None
-    current = first
+    and may give them to another scan. A share that cannot be read stays as it was.
+    `headroom()` (budget-episode-v1): how far above its share the scan may probe, split over
+    the parts as each one's cap."""
+    written: tuple[int, int, tuple[Path, ...]] | None = None
+    current, room = first, 0
     while True:
         files = tuple(live())
         if not files:
@@ -117,13 +195,25 @@ async def follow(
             except Exception as err:  # noqa: BLE001 - the scan's end says the same, later
                 log.warning("scan drain not told", error=repr(err))
             return
-        if (current, files) != written:
-            per_part = max(1, current // len(files))
-            for path in files:
-                write_atomic(path, f"{per_part}\n")
-            written = (current, files)
+        if (current, room, files) != written:
+            for path, line in zip(files, part_lines(current, room, len(files)), strict=True):
+                write_atomic(path, line)
+            written = (current, room, files)
         await asyncio.sleep(FOLLOW_EVERY_S if files == tuple(live()) else 0)
         try:
             current = await share() or current
+            room = await headroom() if headroom is not None else 0
         except Exception as err:  # noqa: BLE001 - the run busy or away: keep what they have
             log.warning("scan share not read", error=repr(err))
+
+
+def part_lines(connections: int, headroom: int, parts: int) -> list[str]:
+    """Each part's connections file: its slice of the scan's connections, and with headroom
+    the most it may probe to (`share cap`)."""
+    per_part = max(1, connections // parts)
+    if headroom <= 0:
+        return [f"{per_part}\n"] * parts
+    return [
+        f"{per_part} {per_part + headroom // parts + (1 if index < headroom % parts else 0)}\n"
+        for index in range(parts)
+    ]

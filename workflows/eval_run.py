@@ -337,6 +337,11 @@ class EvalRun:
         """scan-widen-v1: the connections the running scan `key` may hold now."""
         return self._ctx.scan_shares.get(key)
 
+    @workflow.query
+    def scan_headroom(self, key: str) -> int:
+        """budget-episode-v1: how far above its share the running scan `key` may probe."""
+        return eval_run_scan.headroom(self._ctx, key)
+
     @workflow.signal
     def scan_drained(self, key: str) -> None:
         """scan-widen-v1: the scan `key` asks for nothing more (it writes its results out):

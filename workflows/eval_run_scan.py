@@ -24,7 +24,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from . import policy
+    from . import policy, provider_budget
     from .activity_io import ScanRequest
     from .contracts import TendSummary
     from .decisions import Anomaly
@@ -99,6 +99,20 @@ def widen_the_other(ctx: RunContext, key: str | None) -> None:
         other = sorted(ctx.scan_shares)[0]
         ctx.scan_shares[other] += freed
         ctx.journal("scan widened", scan=other, connections=ctx.scan_shares[other])
+
+
+def headroom(ctx: RunContext, key: str) -> int:
+    """budget-episode-v1: how far above its share the running scan `key` may probe. Only once
+    no eval work is left (the scans then hold the whole budget); shared by the scans running
+    in proportion to their shares."""
+    share = ctx.scan_shares.get(key)
+    if not (ctx.patches.budget_episode and share and ctx.state.providers):
+        return 0
+    if policy.open_tasks(ctx.state):
+        return 0
+    budget = max(ctx.state.providers.values(), key=lambda b: b.limit)  # as the ceiling's
+    room = provider_budget.scan_headroom(budget, workflow.now())
+    return room * share // max(1, sum(ctx.scan_shares.values()))
 
 
 async def scan_logs(

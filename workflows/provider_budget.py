@@ -23,7 +23,9 @@ controllers' ceilings never exceeds it.
   EPISODE_S after a lowering (Inspect's own cooldown between cuts) the budget neither falls
   again nor rises; and a raise stops short of the lowest level that saw pushback in the last
   PUSHBACK_MEMORY_S, so a budget just under the provider's limit stays there instead of
-  climbing back into it.
+  climbing back into it. Once no eval work is left the scan holds the whole budget, and may
+  probe up to just under that level (`scan_headroom`; activities/scan_widen.py does the
+  probing, back to its share on a 429).
 * **Workers' own controllers.** Each worker's controller still cuts itself on a 429 (Inspect's
   x0.8, to a multiple of 5: a share of 20 falls to 15); the budget bounds their sum and judges
   the episode, so a worker's controller waits WORKER_COOLDOWN_S after its cut before it climbs
@@ -211,6 +213,15 @@ def adjust(
             reason="every controller at its ceiling, saturated and clean",
         )
     return unchanged
+
+
+def scan_headroom(budget: ProviderBudget, now: datetime) -> int:
+    """How far above the budget a scan holding all of it may probe: to just under the lowest
+    level that saw pushback, while that is remembered; none when none did."""
+    since = _since_lowered(budget, now)
+    if budget.pushback_level is None or since is None or since >= PUSHBACK_MEMORY_S:
+        return 0
+    return max(0, budget.pushback_level - 1 - budget.limit)
 
 
 def apply_move(budget: ProviderBudget, move: BudgetMove, now: datetime | None = None) -> None:

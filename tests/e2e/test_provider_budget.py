@@ -6,6 +6,7 @@ run against the same endpoint starts from what the first one learned."""
 from __future__ import annotations
 
 from datetime import datetime
+from itertools import pairwise
 
 import httpx
 
@@ -115,7 +116,7 @@ def test_the_fleet_shares_one_budget_learns_from_pushback_and_the_next_run_start
     events = [e for e in read_journal(first) if e["event"] == "connection budget lowered"]
     lowered_at = [datetime.fromisoformat(e["at"]) for e in events]
     assert all(  # one burst of 429s, reported by every worker, lowers it once
-        (b - a).total_seconds() >= EPISODE_S for a, b in zip(lowered_at, lowered_at[1:])
+        (b - a).total_seconds() >= EPISODE_S for a, b in pairwise(lowered_at)
     ), events
     learned = steward.state(first)["providers"][endpoint]["limit"]  # its last word
     assert learned < 100

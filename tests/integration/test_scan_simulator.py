@@ -285,3 +285,40 @@ async def test_a_running_scan_widens_when_its_connections_file_says_so(
     assert max(peaks[:mark]) == 1  # narrow: one connection
     assert max(peaks[mark + 1 :]) == 4  # widened while it ran
     assert (stats["scanned"], stats["rate_limited"]) == (len(words), 0)
+
+
+async def test_a_scan_holding_the_whole_budget_probes_above_it_and_backs_off_on_a_429(
+    simulator: str, offline: Path, tmp_path: Path
+):
+    """budget-episode-v1: the child given `3 8` (its share, and the most it may probe to)
+    climbs above 3 while all its connections are busy, to the 5 the simulator admits; the
+    429s that draw put it back to its share and it does not probe that high again, so they
+    stay few."""
+    from activities.paths import write_atomic
+    from activities.scan_children import respond
+    from activities.scan_process import run_in_child
+
+    log = await _sim_log_of(60, tmp_path)
+    narrow, url = _narrow_simulator(tmp_path, concurrency=5, latency=0.3)
+    connections = tmp_path / "scan" / "connections"
+    connections.parent.mkdir()
+    write_atomic(connections, "3 8\n")
+    try:
+        os.environ["SIM_BASE_URL"] = f"{url}/v1"  # monkeypatched by `offline`: restored after
+        request = _request(
+            log.location,
+            tmp_path / "scan",
+            tmp_path,
+            max_connections=3,
+            connections_ceiling=8,
+            connections_file=str(connections),
+        )
+        answer, last = await run_in_child(respond, request, tmp_path / "scan", lambda: None, 1.0)
+        stats = httpx.get(f"{url}/admin/stats").json()
+    finally:
+        narrow.kill()
+        narrow.wait()
+    assert answer == {"findings": []}, last
+    assert stats["scanned"] == 60
+    assert stats["peak_in_flight"] == 5  # above its share of 3, up to what is admitted
+    assert 1 <= stats["rate_limited"] <= 6, stats  # it found the limit, and kept below it

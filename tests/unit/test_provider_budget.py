@@ -357,3 +357,17 @@ def test_a_raise_stops_short_of_the_level_that_saw_pushback_while_it_is_remember
         budget, provider_budget.adjust(budget, burst, much_later), much_later
     )
     assert budget.pushback_level == 77
+
+
+def test_a_scan_may_probe_to_just_under_the_level_that_pushed_back_while_remembered():
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 12, 5, tzinfo=UTC)
+    budget = ProviderBudget(endpoint="e", limit=81, shares={w: 20 for w in "abcd"})
+    burst = {w: _seen(19, pushback=True) for w in "abcd"}
+    provider_budget.apply_move(budget, provider_budget.adjust(budget, burst, t0), t0)
+    assert (budget.limit, budget.pushback_level) == (76, 81)
+    assert provider_budget.scan_headroom(budget, t0 + timedelta(seconds=20)) == 4  # to 80
+    late = t0 + timedelta(seconds=provider_budget.PUSHBACK_MEMORY_S + 1)
+    assert provider_budget.scan_headroom(budget, late) == 0
+    assert provider_budget.scan_headroom(ProviderBudget(endpoint="e", limit=100), t0) == 0

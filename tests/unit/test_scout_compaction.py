@@ -24,9 +24,7 @@ def installed(monkeypatch):
     monkeypatch.setattr(buffer, "_records_to_arrow", buffer._records_to_arrow)
     monkeypatch.setattr(file, "scanner_table", file.scanner_table)
     monkeypatch.setattr(scout_compaction, "_tables", {})
-    monkeypatch.setattr(
-        scout_compaction, "_held", {"bytes": 0, "over": False, "installed": False}
-    )
+    monkeypatch.setattr(scout_compaction, "_held", {"bytes": 0, "over": False, "installed": False})
     assert scout_compaction.compact_from_memory()
     return original
 
@@ -50,9 +48,7 @@ def _write(buffer_dir: Path, records: list[dict]) -> None:
     table = buffer._records_to_arrow(records)
     directory = buffer_dir / f"scanner={SCANNER}"
     directory.mkdir(parents=True, exist_ok=True)
-    pq.write_table(
-        table, directory / f"{records[0]['transcript_id']}.parquet", compression="zstd"
-    )
+    pq.write_table(table, directory / f"{records[0]['transcript_id']}.parquet", compression="zstd")
 
 
 def _rows(path: Path) -> list[dict]:
