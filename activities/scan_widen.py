@@ -12,7 +12,7 @@ and resizes the semaphore: a raise takes waiting transcripts in at once, a cut t
 connections come back.
 
 A scan holding the whole budget may also probe above it (budget-episode-v1): the file then says
-`share cap`, the cap being the part's slice of what the run knows the provider refused (the
+`share cap` for one of its parts, the cap reaching what the run knows the provider refused (the
 lowest budget that saw pushback, less one). The run's budget can settle below the provider's
 limit (75 of 80 in the bench: the workers' controllers fall in steps of 5), and the scan, with
 no controller of its own, would keep to it. So while all its connections are busy, a part adds
@@ -183,8 +183,8 @@ async def follow(
     its part of the scan's share (`share()` asks the run), until cancelled: a part that ends
     leaves its connections to the others, and once none scans the run hears so (`drained()`)
     and may give them to another scan. A share that cannot be read stays as it was.
-    `headroom()` (budget-episode-v1): how far above its share the scan may probe, split over
-    the parts as each one's cap."""
+    `headroom()` (budget-episode-v1): how far above its share the scan may probe, given to
+    the first part still scanning as its cap (part_lines)."""
     written: tuple[int, int, tuple[Path, ...]] | None = None
     current, room = first, 0
     while True:
@@ -209,11 +209,9 @@ async def follow(
 
 def part_lines(connections: int, headroom: int, parts: int) -> list[str]:
     """Each part's connections file: its slice of the scan's connections, and with headroom
-    the most it may probe to (`share cap`)."""
+    the most it may probe to (`share cap`). One part probes: a probe past the provider's limit
+    draws a few 429s (the SDK's own retries among them), and one part finds it as well as all."""
     per_part = max(1, connections // parts)
     if headroom <= 0:
         return [f"{per_part}\n"] * parts
-    return [
-        f"{per_part} {per_part + headroom // parts + (1 if index < headroom % parts else 0)}\n"
-        for index in range(parts)
-    ]
+    return [f"{per_part} {per_part + headroom}\n"] + [f"{per_part}\n"] * (parts - 1)

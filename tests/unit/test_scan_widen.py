@@ -48,10 +48,10 @@ async def test_parts_share_the_scans_connections_and_the_last_to_end_tells_the_r
     assert told == ["drained"]  # the run hears it once, and the follower ends
 
 
-def test_the_parts_files_carry_their_slice_and_with_headroom_their_probe_cap():
+def test_the_parts_files_carry_their_slice_and_one_of_them_the_probe_cap():
     assert scan_widen.part_lines(80, 0, 3) == ["26\n"] * 3
-    assert scan_widen.part_lines(75, 5, 3) == ["25 27\n", "25 27\n", "25 26\n"]
-    assert scan_widen.part_lines(2, 1, 4) == ["1 2\n", "1 1\n", "1 1\n", "1 1\n"]
+    assert scan_widen.part_lines(75, 5, 3) == ["25 30\n", "25\n", "25\n"]  # one part probes
+    assert scan_widen.part_lines(2, 1, 4) == ["1 2\n", "1\n", "1\n", "1\n"]
 
 
 def test_a_part_probes_above_its_share_while_saturated_and_a_429_puts_it_back(
