@@ -23,8 +23,7 @@ controllers' ceilings never exceeds it.
   EPISODE_S after a lowering (Inspect's own cooldown between cuts) the budget neither falls
   again nor rises; and a raise stops short of the lowest level that saw pushback in the last
   PUSHBACK_MEMORY_S, so a budget just under the provider's limit stays there instead of
-  climbing back into it. Pushback below a level that already pushed back lowers the budget by
-  a twentieth at most, not a tenth: the provider's limit is near. Once no eval work is left the scan holds the whole budget, and may
+  climbing back into it. Once no eval work is left the scan holds the whole budget, and may
   probe up to just under that level (`scan_headroom`; activities/scan_widen.py does the
   probing, back to its share on a 429).
 * **Workers' own controllers.** Each worker's controller still cuts itself on a 429 (Inspect's
@@ -48,7 +47,6 @@ ONE_PROCESS_START = 20
 ONE_PROCESS_CEILING = 100
 INSPECT_MIN = 10  # the controller's default floor (clamped to the ceiling)
 MOST_CUT_PER_TEND = 0.9  # a pushback tend lowers a budget by a tenth at most
-NEAR_CUT = 0.95  # ... and by a twentieth below a level that already pushed back
 GROWTH = 0.1
 AT_CEILING = 0.95  # a controller this close to its ceiling wants more
 EPISODE_S = 15.0  # after a lowering, what the workers report belongs to its episode
@@ -185,11 +183,8 @@ def adjust(
         fell_to = sum(live) if len(live) == len(workers) else None
         # At most a tenth a tend: the controllers have just cut themselves (x0.8 each, in
         # bursts), so their sum undershoots what the provider allows; pushback is an event,
-        # so repeated pushback soon brings the budget down further. Below a level that
-        # already pushed back (budget-episode-v1) the provider's limit is near: a twentieth.
-        near = budget.pushback_level is not None and previous < budget.pushback_level
-        near = near and since is not None and since < PUSHBACK_MEMORY_S
-        cut = int(previous * (NEAR_CUT if near else MOST_CUT_PER_TEND))
+        # so repeated pushback soon brings the budget down further.
+        cut = int(previous * MOST_CUT_PER_TEND)
         if fell_to is not None and cut <= fell_to < previous:
             lowered, why = fell_to, f"rate-limit pushback; the controllers fell to {fell_to}"
         else:

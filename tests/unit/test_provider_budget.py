@@ -371,19 +371,3 @@ def test_a_scan_may_probe_to_just_under_the_level_that_pushed_back_while_remembe
     late = t0 + timedelta(seconds=provider_budget.PUSHBACK_MEMORY_S + 1)
     assert provider_budget.scan_headroom(budget, late) == 0
     assert provider_budget.scan_headroom(ProviderBudget(endpoint="e", limit=100), t0) == 0
-
-
-def test_below_a_level_that_pushed_back_a_budget_is_lowered_by_a_twentieth():
-    from datetime import UTC, datetime, timedelta
-
-    t0 = datetime(2026, 12, 5, tzinfo=UTC)
-    budget = ProviderBudget(endpoint="e", limit=100, shares={w: 25 for w in "abcd"})
-    burst = {w: _seen(15, pushback=True) for w in "abcd"}  # the controllers fell far
-    provider_budget.apply_move(budget, provider_budget.adjust(budget, burst, t0), t0)
-    assert budget.limit == 90  # the first: a tenth
-    later = t0 + timedelta(seconds=20)
-    provider_budget.apply_move(budget, provider_budget.adjust(budget, burst, later), later)
-    assert (budget.limit, budget.pushback_level) == (85, 90)  # near the limit: a twentieth
-    forgotten = later + timedelta(seconds=provider_budget.PUSHBACK_MEMORY_S + 1)
-    move = provider_budget.adjust(budget, burst, forgotten)
-    assert move.limit == 76  # long after: a tenth again
