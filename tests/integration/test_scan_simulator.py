@@ -204,6 +204,25 @@ def _narrow_simulator(tmp_path: Path, concurrency: int, latency: float):
     )  # fmt: skip
 
 
+async def _scan_following(
+    log: str, tmp_path: Path, connections: Path, first: int, ceiling: int
+) -> tuple[dict | None, str]:
+    """A scan part's child on `log` (as a run's scan runs it), starting at `first` connections
+    and following its `connections` file up to `ceiling`; its answer and its last line."""
+    from activities.scan_children import respond
+    from activities.scan_process import run_in_child
+
+    request = _request(
+        log,
+        tmp_path / "scan",
+        tmp_path,
+        max_connections=first,
+        connections_ceiling=ceiling,
+        connections_file=str(connections),
+    )
+    return await run_in_child(respond, request, tmp_path / "scan", lambda: None, 1.0)
+
+
 async def test_a_scan_keeps_more_transcripts_than_connections_but_only_its_connections_out(
     simulator: str, offline: Path, tmp_path: Path
 ):
@@ -238,8 +257,6 @@ async def test_a_running_scan_widens_when_its_connections_file_says_so(
     import time
 
     from activities.paths import write_atomic
-    from activities.scan_children import respond
-    from activities.scan_process import run_in_child
 
     words = [f"w{i}" for i in range(24)]
     log = await _sim_log_of(len(words), tmp_path)
@@ -266,15 +283,7 @@ async def test_a_running_scan_widens_when_its_connections_file_says_so(
     try:
         os.environ["SIM_BASE_URL"] = f"{url}/v1"  # monkeypatched by `offline`: restored after
         watcher.start()
-        request = _request(
-            log.location,
-            tmp_path / "scan",
-            tmp_path,
-            max_connections=1,
-            connections_ceiling=4,
-            connections_file=str(connections),
-        )
-        answer, last = await run_in_child(respond, request, tmp_path / "scan", lambda: None, 1.0)
+        answer, last = await _scan_following(log.location, tmp_path, connections, 1, 4)
         await asyncio.to_thread(watcher.join, 30)
         stats = httpx.get(f"{url}/admin/stats").json()
     finally:
@@ -295,8 +304,6 @@ async def test_a_scan_holding_the_whole_budget_probes_above_it_and_backs_off_on_
     429s that draw put it back to its share and it does not probe that high again, so they
     stay few."""
     from activities.paths import write_atomic
-    from activities.scan_children import respond
-    from activities.scan_process import run_in_child
 
     log = await _sim_log_of(60, tmp_path)
     narrow, url = _narrow_simulator(tmp_path, concurrency=5, latency=0.3)
@@ -305,15 +312,7 @@ async def test_a_scan_holding_the_whole_budget_probes_above_it_and_backs_off_on_
     write_atomic(connections, "3 8\n")
     try:
         os.environ["SIM_BASE_URL"] = f"{url}/v1"  # monkeypatched by `offline`: restored after
-        request = _request(
-            log.location,
-            tmp_path / "scan",
-            tmp_path,
-            max_connections=3,
-            connections_ceiling=8,
-            connections_file=str(connections),
-        )
-        answer, last = await run_in_child(respond, request, tmp_path / "scan", lambda: None, 1.0)
+        answer, last = await _scan_following(log.location, tmp_path, connections, 3, 8)
         stats = httpx.get(f"{url}/admin/stats").json()
     finally:
         narrow.kill()
