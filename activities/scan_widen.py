@@ -100,28 +100,28 @@ class _Follower:
 _follower = _Follower()
 
 
-def resize_connections(model_name: str, connections: int) -> int:
-    """Resize the static connection semaphores of `model_name`; how many were resized."""
+def _semaphores(model_name: str) -> list:
+    """The static (resizable) connection semaphores of `model_name`."""
     from inspect_ai.util._concurrency import ResizableSemaphore, _concurrency_registry
 
-    resized = 0
-    for semaphore in _concurrency_registry.values():
-        if isinstance(semaphore, ResizableSemaphore) and semaphore.name == model_name:
-            semaphore.concurrency = connections
-            resized += 1
-    return resized
+    return [
+        semaphore
+        for semaphore in _concurrency_registry.values()
+        if isinstance(semaphore, ResizableSemaphore) and semaphore.name == model_name
+    ]
+
+
+def resize_connections(model_name: str, connections: int) -> int:
+    """Resize the static connection semaphores of `model_name`; how many were resized."""
+    semaphores = _semaphores(model_name)
+    for semaphore in semaphores:
+        semaphore.concurrency = connections
+    return len(semaphores)
 
 
 def _saturated(model_name: str) -> bool:
     """Every connection of `model_name`'s semaphore is in use."""
-    from inspect_ai.util._concurrency import ResizableSemaphore, _concurrency_registry
-
-    return any(
-        isinstance(semaphore, ResizableSemaphore)
-        and semaphore.name == model_name
-        and semaphore.in_use >= semaphore.concurrency
-        for semaphore in _concurrency_registry.values()
-    )
+    return any(s.in_use >= s.concurrency for s in _semaphores(model_name))
 
 
 def _rate_limit_retries() -> int:
