@@ -165,6 +165,12 @@ def _since_lowered(budget: ProviderBudget, now: datetime | None) -> float | None
     return (now - budget.lowered_at).total_seconds()
 
 
+def _remembered_level(budget: ProviderBudget, now: datetime | None) -> int | None:
+    """The lowest level that saw pushback, while it is remembered (PUSHBACK_MEMORY_S)."""
+    since = _since_lowered(budget, now)
+    return budget.pushback_level if since is not None and since < PUSHBACK_MEMORY_S else None
+
+
 def adjust(
     budget: ProviderBudget, workers: dict[str, WorkerConnections], now: datetime | None = None
 ) -> BudgetMove:
@@ -202,8 +208,9 @@ def adjust(
     )
     if wanting_more:
         raised = previous + max(2, math.ceil(previous * GROWTH))
-        if budget.pushback_level is not None and since is not None and since < PUSHBACK_MEMORY_S:
-            raised = min(raised, budget.pushback_level - 1)  # short of what pushed back
+        level = _remembered_level(budget, now)
+        if level is not None:
+            raised = min(raised, level - 1)  # short of what pushed back
         if raised <= previous:
             return unchanged
         return BudgetMove(
@@ -218,10 +225,8 @@ def adjust(
 def scan_headroom(budget: ProviderBudget, now: datetime) -> int:
     """How far above the budget a scan holding all of it may probe: to just under the lowest
     level that saw pushback, while that is remembered; none when none did."""
-    since = _since_lowered(budget, now)
-    if budget.pushback_level is None or since is None or since >= PUSHBACK_MEMORY_S:
-        return 0
-    return max(0, budget.pushback_level - 1 - budget.limit)
+    level = _remembered_level(budget, now)
+    return 0 if level is None else max(0, level - 1 - budget.limit)
 
 
 def apply_move(budget: ProviderBudget, move: BudgetMove, now: datetime | None = None) -> None:
@@ -232,9 +237,7 @@ def apply_move(budget: ProviderBudget, move: BudgetMove, now: datetime | None = 
         budget.pushbacks += 1
         budget.learned = True
         if now is not None:
-            since = _since_lowered(budget, now)
-            remembered = since is not None and since < PUSHBACK_MEMORY_S
-            level = budget.pushback_level if remembered else None
+            level = _remembered_level(budget, now)
             budget.pushback_level = min(level or move.previous, move.previous)
             budget.lowered_at = now
     if move.kind != "none":
