@@ -11,6 +11,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	@# a checkout installed before the rename (distribution `steward`, four top-level packages)
+	$(BIN)/pip uninstall --quiet --yes steward 2>/dev/null || true
 	$(BIN)/pip install --quiet -e ".[dev,flow]"
 	touch $(STAMP)
 

@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.helpers import STEWARD, Steward, make_workspace, pid_alive, wait_for
-from worker.provider_simulator import spawn
+from steward.worker.provider_simulator import spawn
 
 from .common import private_steward
 from .ramp_ways import SIM_MODEL

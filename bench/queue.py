@@ -32,11 +32,11 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from activities.capacity import probe_capacity, request_admission
 from bench.common import private_steward
 from bench.tend import percentile
-from worker.temporal_worker import workflow_runner
-from workflows.activity_io import (
+from steward.activities.capacity.capacity import probe_capacity, request_admission
+from steward.worker.temporal_worker import workflow_runner
+from steward.workflows.activity_io import (
     ApplyResult,
     CurateResult,
     LiveOptions,
@@ -46,8 +46,7 @@ from workflows.activity_io import (
     StopResult,
     WorkspaceWrite,
 )
-from workflows.capacity_ledger import CapacityLedger
-from workflows.contracts import (
+from steward.workflows.contracts import (
     WORKFLOW_TASK_QUEUE,
     Capture,
     Observation,
@@ -58,8 +57,9 @@ from workflows.contracts import (
     TaskSpec,
     WorkerProcess,
 )
-from workflows.eval_run import EvalRun
-from workflows.names import Activity, WorkflowType
+from steward.workflows.ledgers.capacity_ledger import CapacityLedger
+from steward.workflows.names import Activity, WorkflowType
+from steward.workflows.run.eval_run import EvalRun
 
 QUEUE = "steward-bench"
 spawned_at: dict[str, float] = {}  # run id -> wall time of its first spawn

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from harness.helpers import Steward, free_port, make_workspace, write_definition
-from worker.provider_simulator import spawn
+from steward.worker.provider_simulator import spawn
 
 SIM_MODEL = "openai-api/sim/echo"
 SAMPLE_EVERY_S = 0.2

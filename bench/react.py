@@ -63,8 +63,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from bench.common import private_steward
 from bench.tend import percentile
 from harness.helpers import Steward, pid_alive, read_journal, wait_for, write_definition
-from workflows.contracts import RunState
-from workflows.eval_run import EvalRun
+from steward.workflows.contracts import RunState
+from steward.workflows.run.eval_run import EvalRun
 
 SUGGEST_CONTINUE_AS_NEW = 4096  # Temporal's default limit.historyCount.suggestContinueAsNew
 TIMER_TENDS_PER_DAY = 24 * 60 // 10  # the default tend_interval, 10m

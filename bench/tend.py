@@ -24,7 +24,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from bench.common import private_steward
 from harness.helpers import make_workspace, wait_for
-from workflows.eval_run import EvalRun
+from steward.workflows.run.eval_run import EvalRun
 
 
 def percentile(values: list[float], q: float) -> float:

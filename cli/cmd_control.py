@@ -10,16 +10,12 @@ from typing import Annotated, Any
 
 import typer
 
-from workflows.contracts import CancelRequest, CommandNote, RunStatus, TendSummary, TimerRequest
-from workflows.eval_run import EvalRun
-from workflows.eval_run_state import unsupervised
-from workflows.options import format_duration, parse_duration
-
-from . import launching, render
-from .context import Context, ready_context
-from .output import CommandError, bad_input, command, console, emit, working
-from .params import ByOpt, JsonOpt, NoEnvCheckOpt, ReasonOpt, WorkspaceOpt, who
-from .run_calls import (
+from steward.cli import launch_plan as launching
+from steward.cli import render
+from steward.cli.context import Context, ready_context
+from steward.cli.output import CommandError, bad_input, command, console, emit, working
+from steward.cli.params import ByOpt, JsonOpt, NoEnvCheckOpt, ReasonOpt, WorkspaceOpt, who
+from steward.cli.run_calls import (
     current_status,
     live_status,
     query_status,
@@ -28,6 +24,16 @@ from .run_calls import (
     update_run,
     wait_settled,
 )
+from steward.workflows.contracts import (
+    CancelRequest,
+    CommandNote,
+    RunStatus,
+    TendSummary,
+    TimerRequest,
+)
+from steward.workflows.options import format_duration, parse_duration
+from steward.workflows.run.eval_run import EvalRun
+from steward.workflows.run.eval_run_state import unsupervised
 
 
 @command

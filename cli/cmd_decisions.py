@@ -9,15 +9,14 @@ from typing import Annotated
 
 import typer
 
-from workflows.contracts import TERMINAL_PHASES, CollectView, CommandNote, SignoffRequest
-from workflows.eval_run import EvalRun
-from workflows.rulings import RuleRequest
-
-from . import render
-from .context import load_context, ready_context
-from .output import bad_input, command, console, emit
-from .params import AgentOpt, ByOpt, JsonOpt, ReasonOpt, WorkspaceOpt, role, who
-from .run_calls import query_status, run_handle, update_run
+from steward.cli import render
+from steward.cli.context import load_context, ready_context
+from steward.cli.output import bad_input, command, console, emit
+from steward.cli.params import AgentOpt, ByOpt, JsonOpt, ReasonOpt, WorkspaceOpt, role, who
+from steward.cli.run_calls import query_status, run_handle, update_run
+from steward.workflows.contracts import TERMINAL_PHASES, CollectView, CommandNote, SignoffRequest
+from steward.workflows.policy.rulings import RuleRequest
+from steward.workflows.run.eval_run import EvalRun
 
 
 @command
@@ -69,7 +68,7 @@ def collect(
 
     It tells the run an agent looked (agent items then stay the agent's for two more tends).
     """
-    from worker.workspace import read_journal
+    from steward.worker.workspace import read_journal
 
     ctx = ready_context(workspace, quiet=as_json)
 

@@ -1,7 +1,7 @@
-"""`steward launch`: one command, four outcomes. It plans first (cli/launching.py: the resolved
+"""`steward launch`: one command, four outcomes. It plans first (cli/launch_plan.py: the resolved
 definition, the log store's answers, the delta against the live run), then either prints the
 plan (--dry-run), rehearses the smoke (--smoke), commits the edit's delta to the live run
-(the `amend` update), or starts a new run (cli/run_start.py)."""
+(the `amend` update), or starts a new run (cli/launch_start.py)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,36 @@ from typing import Annotated, Any
 
 import typer
 
-from workflows.contracts import RunStatus
-from workflows.delta import AmendRequest, AmendResult, gate
-from workflows.eval_run import EvalRun
-from workflows.options import run_settings
-
-from . import launching, pools, render, smoke_beside
-from .context import Context, load_context
-from .launching import LaunchPlan
-from .output import bad_input, command, console, emit, working
-from .params import ByOpt, DefinitionArg, JsonOpt, NoEnvCheckOpt, PoolsChoice, WorkspaceOpt, who
-from .run_calls import current_status, update_run
-from .run_start import start_run
+from steward.cli import (
+    launch_plan as launching,
+)
+from steward.cli import (
+    launch_pools as pools,
+)
+from steward.cli import (
+    launch_smoke as smoke_beside,
+)
+from steward.cli import (
+    render,
+)
+from steward.cli.context import Context, load_context
+from steward.cli.launch_plan import LaunchPlan
+from steward.cli.launch_start import start_run
+from steward.cli.output import bad_input, command, console, emit, working
+from steward.cli.params import (
+    ByOpt,
+    DefinitionArg,
+    JsonOpt,
+    NoEnvCheckOpt,
+    PoolsChoice,
+    WorkspaceOpt,
+    who,
+)
+from steward.cli.run_calls import current_status, update_run
+from steward.workflows.contracts import RunStatus
+from steward.workflows.options import run_settings
+from steward.workflows.policy.delta import AmendRequest, AmendResult, gate
+from steward.workflows.run.eval_run import EvalRun
 
 
 @command
@@ -79,7 +97,7 @@ def launch(
     a task; beside a fresh run's start, which a failed smoke takes back), then starts the run,
     or changes the live one (only new or changed work runs; moving
     results to logs-archive/ needs --accept-archive)."""
-    from worker.workspace import default_definition
+    from steward.worker.workspace import default_definition
 
     ctx = load_context(workspace)
     definition = definition or default_definition(ctx.workspace)
@@ -110,7 +128,7 @@ def launch(
             models = [t.model for t in plan.capture.tasks]
             document["credentials"] = launching.check_credentials(ctx, models, as_json)
     smoking = bool(to_run) and (smoke_only or (ctx.options.smoke and not no_smoke))
-    # A fresh run's smoke runs beside its start (cli/smoke_beside.py); others smoke first.
+    # A fresh run's smoke runs beside its start (cli/launch_smoke.py); others smoke first.
     beside = smoking and not smoke_only and smoke_beside.eligible(plan)
 
     def run_smoke(stopped: str = "nothing was launched") -> dict[str, Any]:

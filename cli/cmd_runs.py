@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
-from . import render
-from .context import ready_machine
-from .output import command, console, emit
-from .params import ByOpt, JsonOpt, who
-from .run_list import delete_run, list_hosts, list_runs
+from steward.cli import render
+from steward.cli.context import ready_machine
+from steward.cli.output import command, console, emit
+from steward.cli.params import ByOpt, JsonOpt, who
+from steward.cli.run_list import delete_run, list_hosts, list_runs
 
 
 def runs_main(ctx: typer.Context, as_json: JsonOpt = False) -> None:

@@ -9,13 +9,12 @@ from collections.abc import Callable
 
 import typer
 
-from worker import embedded
-from worker.connect import Target, target_for
-from workflows.options import StewardOptions
-
-from .context import machine_options
-from .output import FAILED, OK, CommandError, bad_input, command, console, emit, finish
-from .params import JsonOpt
+from steward.cli.context import machine_options
+from steward.cli.output import FAILED, OK, CommandError, bad_input, command, console, emit, finish
+from steward.cli.params import JsonOpt
+from steward.worker import embedded
+from steward.worker.connect import Target, target_for
+from steward.workflows.options import StewardOptions
 
 
 def _services_result(as_json: bool, statuses: list) -> None:
@@ -114,7 +113,7 @@ def doctor(as_json: JsonOpt = False) -> None:
     Temporal (does it answer), the workers polling Steward's task queues (as Temporal sees
     them), ports, the data directory and versions. Exits 1 when something needs fixing.
     """
-    from worker.doctor import examine
+    from steward.worker.doctor import examine
 
     report = examine(machine_options())
     emit(as_json, report.as_dict(), lambda: render_doctor(report))
@@ -142,7 +141,7 @@ def worker_main(ctx: typer.Context) -> None:
     """Run the Steward worker in the foreground."""
     if ctx.invoked_subcommand is not None:
         return
-    from worker.temporal_worker import serve
+    from steward.worker.temporal_worker import serve
 
     try:
         asyncio.run(serve(target_for(machine_options())))
@@ -177,8 +176,8 @@ def service_install(as_json: JsonOpt = False) -> None:
     Linux: systemd user units; macOS: launchd agents. Prints what it wrote and ran, and what
     you still have to run where the service manager does not answer.
     """
-    from worker import service_units
-    from worker.connect import data_dir
+    from steward.worker import service_units
+    from steward.worker.connect import data_dir
 
     machine_options()  # a broken options file is refused before anything is written
     try:
@@ -191,7 +190,7 @@ def service_install(as_json: JsonOpt = False) -> None:
 @command
 def service_uninstall(as_json: JsonOpt = False) -> None:
     """Stop and remove the services `steward service install` wrote."""
-    from worker import service_units
+    from steward.worker import service_units
 
     outcome = service_units.uninstall()
     emit(as_json, {"ok": True, **outcome.as_dict()}, lambda: _print_outcome(outcome))
@@ -200,7 +199,7 @@ def service_uninstall(as_json: JsonOpt = False) -> None:
 @command
 def service_status(as_json: JsonOpt = False) -> None:
     """Whether the services are installed, and (systemd) active."""
-    from worker import service_units
+    from steward.worker import service_units
 
     found = service_units.status()
     emit(

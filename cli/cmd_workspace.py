@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
-from . import launching, render
-from .context import load_context
-from .output import bad_input, command, console, emit, working
-from .params import DefinitionArg, DefinitionKind, JsonOpt, WorkspaceOpt
+from steward.cli import launch_plan as launching
+from steward.cli import render
+from steward.cli.context import load_context
+from steward.cli.output import bad_input, command, console, emit, working
+from steward.cli.params import DefinitionArg, DefinitionKind, JsonOpt, WorkspaceOpt
 
 
 @command
@@ -31,7 +32,7 @@ def init(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a workspace: _steward.yaml, AGENTS.md, CLAUDE.md, the definition, journal, status."""
-    from worker.workspace import WorkspaceError, default_definition, init_workspace
+    from steward.worker.workspace import WorkspaceError, default_definition, init_workspace
 
     try:
         written = init_workspace(directory, force=force, kind=kind.value)
@@ -54,7 +55,11 @@ def tasks(
     definition: DefinitionArg = None, workspace: WorkspaceOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Resolve the definition's tasks with Inspect's capture mode (nothing runs)."""
-    from worker.workspace import DefinitionError, capture_definition_sync, default_definition
+    from steward.worker.workspace import (
+        DefinitionError,
+        capture_definition_sync,
+        default_definition,
+    )
 
     ctx = load_context(workspace)
     definition = definition or default_definition(ctx.workspace)
@@ -76,5 +81,5 @@ def runbook(as_json: JsonOpt = False) -> None:
     """The mechanics for an agent attaching to a run (ships with the package)."""
     from importlib.resources import files
 
-    text = files("cli").joinpath("runbook.md").read_text()
+    text = files("steward.cli").joinpath("runbook.md").read_text()
     emit(as_json, {"ok": True, "runbook": text}, lambda: console.print(text, markup=False))

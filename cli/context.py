@@ -12,19 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker import embedded
-from worker.connect import Target, target_for
-from worker.workspace import (
+from steward.cli import render
+from steward.cli.output import CommandError, bad_input, console
+from steward.worker import embedded
+from steward.worker.connect import Target, target_for
+from steward.worker.workspace import (
     OptionsError,
     WorkspaceError,
     find_workspace,
     load_options,
     workflow_id_for,
 )
-from workflows.options import StewardOptions
-
-from . import render
-from .output import CommandError, bad_input, console
+from steward.workflows.options import StewardOptions
 
 
 @dataclass

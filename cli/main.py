@@ -9,8 +9,15 @@ from typing import Annotated
 
 import typer
 
-from . import cmd_control, cmd_decisions, cmd_launch, cmd_runs, cmd_services, cmd_workspace
-from .output import BAD_INPUT, FAILED, OK, errors, finish, refuse_usage
+from steward.cli import (
+    cmd_control,
+    cmd_decisions,
+    cmd_launch,
+    cmd_runs,
+    cmd_services,
+    cmd_workspace,
+)
+from steward.cli.output import BAD_INPUT, FAILED, OK, errors, finish, refuse_usage
 
 app = typer.Typer(
     help="Steward: durable supervision of long Inspect AI eval runs on Temporal.",
@@ -64,9 +71,9 @@ COMMANDS = (  # in the order a user meets them; `--help` lists them so
 
 def _print_version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
+        from steward.worker.version import steward_version
 
-        print(f"steward {version('steward')}")
+        print(f"steward {steward_version()}")
         raise typer.Exit()
 
 

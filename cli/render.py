@@ -6,13 +6,18 @@ from datetime import UTC, datetime
 
 from rich.table import Table
 
-from workflows.contracts import TERMINAL_PHASES, RunStatus, TaskSpec, TendSummary
-from workflows.eval_run_state import describe_state, unsupervised
-from workflows.options import format_duration
-from workflows.status_view import connection_lines, cost_line, hosts_line, scan_line, task_rows
-from workflows.worker_watch import rulings_waiting
-
-from .output import console
+from steward.cli.output import console
+from steward.workflows.contracts import TERMINAL_PHASES, RunStatus, TaskSpec, TendSummary
+from steward.workflows.options import format_duration
+from steward.workflows.policy.worker_watch import rulings_waiting
+from steward.workflows.run.eval_run_state import describe_state, unsupervised
+from steward.workflows.views.status_view import (
+    connection_lines,
+    cost_line,
+    hosts_line,
+    scan_line,
+    task_rows,
+)
 
 
 def _when(at) -> str:

@@ -14,16 +14,21 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from worker.connect import ConnectError, Target, connect, run_url
-from workflows.capacity import LedgerView
-from workflows.capacity_ledger import CapacityLedger
-from workflows.contracts import SETTLED_PHASES, TERMINAL_PHASES, RunState, RunStatus, WorkerPulse
-from workflows.eval_run import EvalRun
-from workflows.names import Activity
-from workflows.worker_watch import with_live_progress
-
-from .context import Context
-from .output import CommandError, bad_input, console
+from steward.cli.context import Context
+from steward.cli.output import CommandError, bad_input, console
+from steward.worker.connect import ConnectError, Target, connect, run_url
+from steward.workflows.contracts import (
+    SETTLED_PHASES,
+    TERMINAL_PHASES,
+    RunState,
+    RunStatus,
+    WorkerPulse,
+)
+from steward.workflows.ledgers.capacity_ledger import CapacityLedger
+from steward.workflows.names import Activity
+from steward.workflows.policy.capacity import LedgerView
+from steward.workflows.policy.worker_watch import with_live_progress
+from steward.workflows.run.eval_run import EvalRun
 
 if TYPE_CHECKING:
     from temporalio.client import (
@@ -69,7 +74,7 @@ def ask_worker(
     import uuid
     from datetime import timedelta
 
-    from workflows.contracts import WORKFLOW_TASK_QUEUE
+    from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
 
     async def ask() -> Result:
         client = await client_for(ctx.target)
@@ -276,7 +281,7 @@ async def wait_settled(handle: RunHandle, ctx: Context, quiet: bool = False) -> 
         return await _wait_printing_lines(handle, ctx, quiet)
     from rich.live import Live
 
-    from .render import waiting_table
+    from steward.cli.render import waiting_table
 
     status = await query_status(handle, ctx)
     with Live(waiting_table(status), console=console, refresh_per_second=2, transient=True) as live:

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.connect import Target
-from workflows.capacity import LedgerView
-from workflows.contracts import CancelRequest
-from workflows.eval_run import EvalRun
-from workflows.names import SearchKey, WorkflowType
-
-from .context import load_context
-from .output import bad_input
-from .run_calls import client_for, eval_run_handle, ledger_view
+from steward.cli.context import load_context
+from steward.cli.output import bad_input
+from steward.cli.run_calls import client_for, eval_run_handle, ledger_view
+from steward.worker.connect import Target
+from steward.workflows.contracts import CancelRequest
+from steward.workflows.names import SearchKey, WorkflowType
+from steward.workflows.policy.capacity import LedgerView
+from steward.workflows.run.eval_run import EvalRun
 
 
 async def ledger_views(client) -> list[LedgerView]:
@@ -34,8 +33,8 @@ async def list_hosts(target: Target) -> list[dict]:
 
     from temporalio.service import RPCError
 
-    from workflows.host_registry import HOST_REGISTRY_ID, HostRegistry
-    from workflows.hosts import SILENT_AFTER_S, silent_for
+    from steward.workflows.ledgers.host_registry import HOST_REGISTRY_ID, HostRegistry
+    from steward.workflows.policy.hosts import SILENT_AFTER_S, silent_for
 
     client = await client_for(target)
     try:

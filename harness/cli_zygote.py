@@ -3,9 +3,9 @@
 Each `steward` call in the e2e tests used to be a new Python process paying about a CPU-second
 to import Temporal, pydantic models and Typer before doing anything; the suite makes hundreds
 of calls, and on two cores that import was over half of the suite's CPU. The zygote imports
-`cli.main` once and forks a child per call: the child is still its own process (its own cwd,
+`steward.cli.main` once and forks a child per call: the child is still its own process (its own cwd,
 environment, stdout/stderr, exit code, and it can be killed on a timeout), running the same
-`cli.main.run()` the `steward` script runs, only without the import.
+`steward.cli.main.run()` the `steward` script runs, only without the import.
 
 The zygote imports nothing it could configure from the environment at import time (Inspect is
 imported by the commands that need it, in the child, under the call's environment), creates no
@@ -121,7 +121,7 @@ def _kill(pid: int) -> None:
 
 # ---------- the zygote itself ----------
 def _serve(address: str) -> None:
-    import cli.main  # noqa: F401  (the import every child is spared)
+    import steward.cli.main  # noqa: F401  (the import every child is spared)
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reap themselves
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -181,10 +181,10 @@ def _command(request: dict) -> None:
 
 
 def _run_cli() -> int:
-    from cli.main import run as steward
+    from steward.cli.main import run as steward
 
     try:
-        steward()  # leaves through os._exit (cli.output.finish) on every normal path
+        steward()  # leaves through os._exit (steward.cli.output.finish) on every normal path
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)

@@ -80,7 +80,7 @@ class Steward:
         for settled phases without tending, one `steward status --wait` polls the run in-process;
         when tending, each round is one `steward tend` (its summary names the phase); otherwise
         `state` polls. `steward status` is read once the phase is reached, and returned."""
-        from workflows.contracts import SETTLED_PHASES
+        from steward.workflows.contracts import SETTLED_PHASES
 
         if not tend and phases <= SETTLED_PHASES:
             try:
@@ -121,8 +121,8 @@ class Steward:
         from temporalio.client import Client
         from temporalio.contrib.pydantic import pydantic_data_converter
 
-        from activities.workspace import find_workspace, workflow_id_for
-        from workflows.eval_run import EvalRun
+        from steward.activities.workspace.workspace import find_workspace, workflow_id_for
+        from steward.workflows.run.eval_run import EvalRun
 
         workflow_id = workflow_id_for(find_workspace(Path(cwd).resolve()))
 
@@ -277,7 +277,7 @@ def replay(history: Any, record_as: str | None = None) -> None:
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.worker import Replayer
 
-    from worker.temporal_worker import WORKFLOWS, workflow_runner
+    from steward.worker.temporal_worker import WORKFLOWS, workflow_runner
 
     replayer = Replayer(
         workflows=WORKFLOWS,
@@ -372,7 +372,7 @@ def fake_worker(worker_id: str, identifiers: list[str], socket: str):
     """A WorkerProcess record for pure-policy tests (no process behind it)."""
     from datetime import UTC, datetime
 
-    from workflows.contracts import WorkerProcess
+    from steward.workflows.contracts import WorkerProcess
 
     return WorkerProcess(
         worker_id=worker_id,

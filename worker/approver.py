@@ -42,8 +42,8 @@ from inspect_ai.approval import Approval, ApprovalDecision, Approver, approver
 from inspect_ai.model import ChatMessage
 from inspect_ai.tool import ToolCall, ToolCallView
 
-from activities.runner_launch import APPROVALS_DIR_ENV, WORKER_ENV
-from workflows.layout import approvals_dir_of
+from steward.activities.processes.runner_launch import APPROVALS_DIR_ENV, WORKER_ENV
+from steward.workflows.policy.layout import approvals_dir_of
 
 logger = logging.getLogger(__name__)
 

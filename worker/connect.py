@@ -10,7 +10,7 @@ from pathlib import Path
 
 from platformdirs import user_data_path
 
-from workflows.options import StewardOptions
+from steward.workflows.options import StewardOptions
 
 
 def data_dir() -> Path:

@@ -1,10 +1,10 @@
 """Run a user's eval-set definition as a script, the way a per-task worker or capture does.
 
-`python -m worker.definition_runner evalset.py` from the workspace directory. The workspace's
+`python -m steward.worker.definition_runner evalset.py` from the workspace directory. The workspace's
 `.env` (and its parents') is loaded first without overriding the environment, so credentials
 and settings kept there reach processes the Steward worker starts. Inspect's capture or
 selection mode comes from the environment variables the caller sets
-(activities/runner_launch.py).
+(activities/processes/runner_launch.py).
 
 Input Steward refuses (a `.env` python-dotenv cannot read, `eval_set()` given no tasks) ends
 the runner with one line on stderr starting with REFUSAL_MARK, which capture shows as it is.
@@ -21,8 +21,12 @@ from typing import NoReturn
 
 from dotenv import load_dotenv
 
-from activities.dotenv_files import dotenv_chain, dotenv_problem
-from activities.runner_launch import CAPTURE_ENV, REFUSAL_MARK, SANDBOX_SIDECAR_ENV
+from steward.activities.processes.runner_launch import (
+    CAPTURE_ENV,
+    REFUSAL_MARK,
+    SANDBOX_SIDECAR_ENV,
+)
+from steward.activities.workspace.dotenv_files import dotenv_chain, dotenv_problem
 
 
 def refuse(sentence: str) -> NoReturn:
@@ -67,7 +71,7 @@ def record_sandboxes(path: str) -> None:
     Each value is None (no sandbox) or {"type", "config", "task_dir"}: `config` is the config
     file as an absolute path, an inline ComposeConfig dumped to a mapping, or None (the
     provider's own discovery in `task_dir`, the directory the task runs in). Capture sizes the
-    sandbox from these (activities/sandbox_size.py).
+    sandbox from these (activities/definition/sandbox_size.py).
 
     Inspect's capture manifest does not carry a task's sandbox, which the sandbox budget needs
     before anything runs; the resolved tasks it is built from do. (Coupled to inspect_ai
@@ -169,7 +173,7 @@ def _config_value(config, task_dir: str) -> str | dict | None:  # type: ignore[n
 
 def main(argv: list[str]) -> None:
     if len(argv) != 1:
-        sys.exit("usage: python -m worker.definition_runner DEFINITION")
+        sys.exit("usage: python -m steward.worker.definition_runner DEFINITION")
     definition = Path(argv[0])
     load_dotenv_files(Path.cwd())
     refuse_empty_task_list(definition)
@@ -177,17 +181,17 @@ def main(argv: list[str]) -> None:
         record_sandboxes(os.environ[SANDBOX_SIDECAR_ENV])
     # Register Steward's approver before the definition builds its tasks, so policies naming
     # `steward` (or, in a worker, `human`) resolve to it.
-    import worker.inspect_plugins  # noqa: F401
-    from worker import approver
+    import steward.worker.inspect_plugins  # noqa: F401
+    from steward.worker import approver
 
     approver.follow_environment()  # a forked worker's environment is its own only now
-    from activities import log_owners
+    from steward.activities.logs import log_owners
 
     log_owners.guard()  # a worker whose task logs a later worker claimed stops at once
 
     sys.path.insert(0, str(definition.resolve().parent))
     sys.argv = [str(definition)]
-    from worker import flow_config
+    from steward.worker import flow_config
 
     if flow_config.is_flow_config(definition):
         flow_config.run(definition)

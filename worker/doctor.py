@@ -15,11 +15,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
-from workflows.contracts import WORKFLOW_TASK_QUEUE
-from workflows.options import StewardOptions
-
-from . import embedded
-from .connect import Target, connect, data_dir, host_queue, target_for
+from steward.worker import embedded
+from steward.worker.connect import Target, connect, data_dir, host_queue, target_for
+from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
+from steward.workflows.options import StewardOptions
 
 POLLED_WITHIN_S = 90.0  # a poller Temporal saw this recently is live (it long-polls for 60 s)
 

@@ -23,9 +23,8 @@ from pathlib import Path
 
 import psutil
 
-from workflows.names import SEARCH_ATTRIBUTES
-
-from .connect import Target, data_dir
+from steward.worker.connect import Target, data_dir
+from steward.workflows.names import SEARCH_ATTRIBUTES
 
 
 def _seconds(variable: str, default: float) -> float:
@@ -282,7 +281,7 @@ def start_worker(target: Target) -> ServiceStatus:
     command = [
         sys.executable,
         "-m",
-        "worker.temporal_worker",
+        "steward.worker.temporal_worker",
         "--address",
         target.address,
         "--namespace",

@@ -1,4 +1,4 @@
-"""This host's presence in the host registry (workflows/host_registry.py): what it offers, said
+"""This host's presence in the host registry (workflows/ledgers/host_registry.py): what it offers, said
 as the Steward worker starts and every HEARTBEAT_S after, and `stopping` as it stops cleanly.
 
 The first heartbeat starts the registry (signal-with-start); a heartbeat that cannot be sent
@@ -19,14 +19,14 @@ from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
-from workflows.capacity import domain_id, free
-from workflows.capacity_ledger import CapacityLedger
-from workflows.contracts import WORKFLOW_TASK_QUEUE
-from workflows.host_registry import HOST_REGISTRY_ID, HostRegistry
-from workflows.hosts import HEARTBEAT_S, HostInfo, HostRegistryInput
-from workflows.names import Signal
-
-from .connect import host_id, host_queue
+from steward.worker.connect import host_id, host_queue
+from steward.worker.version import steward_version
+from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
+from steward.workflows.ledgers.capacity_ledger import CapacityLedger
+from steward.workflows.ledgers.host_registry import HOST_REGISTRY_ID, HostRegistry
+from steward.workflows.names import Signal
+from steward.workflows.policy.capacity import domain_id, free
+from steward.workflows.policy.hosts import HEARTBEAT_S, HostInfo, HostRegistryInput
 
 log = structlog.get_logger("steward.host")
 
@@ -60,7 +60,7 @@ def describe_host(
         queue=host_queue(),
         cpus=cpus or 1,
         memory_gb=round(psutil.virtual_memory().total / 2**30, 1),
-        steward_version=_version("steward"),
+        steward_version=steward_version(),
         inspect_version=_version("inspect_ai"),
         started_at=started_at,
         stopping=stopping,

@@ -1,3 +1,3 @@
 """Inspect extensions Steward registers in every Inspect process (via the entry point)."""
 
-from worker import approver, offline_model  # noqa: F401  (importing registers them)
+from steward.worker import approver, offline_model  # noqa: F401  (importing registers them)

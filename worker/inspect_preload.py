@@ -1,4 +1,4 @@
-"""What the fork server imports once for every task worker it forks (activities/forkserver.py):
+"""What the fork server imports once for every task worker it forks (activities/processes/forkserver.py):
 Inspect, its OpenAI providers, the Inspect plugins installed beside it, and Inspect's model
 database.
 
@@ -33,8 +33,8 @@ import uvicorn.protocols.http.h11_impl  # noqa: F401
 from inspect_ai._util.entrypoints import ensure_entry_points
 from inspect_ai.model._model_info import _get_model_info_db
 
-import worker.definition_runner  # noqa: F401
-import worker.inspect_plugins  # noqa: F401
+import steward.worker.definition_runner  # noqa: F401
+import steward.worker.inspect_plugins  # noqa: F401
 
 ensure_entry_points()
 _get_model_info_db()

@@ -1,6 +1,6 @@
 """An OpenAI-compatible model provider on 127.0.0.1, with limits, for tests, bench and demos.
 
-    python -m worker.provider_simulator [--port 0] [--port-file F] [--concurrency 120]
+    python -m steward.worker.provider_simulator [--port 0] [--port-file F] [--concurrency 120]
         [--rpm 0] [--latency 0.5] [--jitter 0.1] [--error-rate 0] [--retry-after 1]
         [--scan-flag-rate 0] [--scan-flag REGEX]
 
@@ -45,7 +45,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from .offline_model import _SCANNER_NONCE, _SCANNER_TRANSCRIPT, reply_for, scanner_verdict
+from steward.worker.offline_model import (
+    _SCANNER_NONCE,
+    _SCANNER_TRANSCRIPT,
+    reply_for,
+    scanner_verdict,
+)
 
 
 @dataclass
@@ -249,7 +254,7 @@ def spawn(
     port_file: Path, timeout: float = 30.0, **limits: float | str | None
 ) -> tuple[subprocess.Popen, str]:
     """Start a simulator process with these limits; return it and its base URL once it listens."""
-    command = [sys.executable, "-m", "worker.provider_simulator", "--port-file", str(port_file)]
+    command = [sys.executable, "-m", "steward.worker.provider_simulator", "--port-file", str(port_file)]
     for name, value in limits.items():
         if value is not None:
             command += [f"--{name.replace('_', '-')}", str(value)]
@@ -264,7 +269,7 @@ def spawn(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m worker.provider_simulator")
+    parser = argparse.ArgumentParser(prog="python -m steward.worker.provider_simulator")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file", type=Path, help="write the bound port here once listening")
     for setting in fields(Limits):

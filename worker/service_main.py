@@ -1,5 +1,5 @@
 """The embedded server and the Steward worker in the foreground, as a service manager (systemd,
-launchd) runs them: `python -m worker.service_main temporal|worker`.
+launchd) runs them: `python -m steward.worker.service_main temporal|worker`.
 
 Each records its own pid in Steward's data directory first, as `steward server start` and
 `steward worker start` do for the detached ones, so `steward` commands find them running and
@@ -15,12 +15,12 @@ import logging
 import os
 import sys
 
-from . import embedded
-from .connect import data_dir, target_for
+from steward.worker import embedded
+from steward.worker.connect import data_dir, target_for
 
 
 def main(which: str) -> None:
-    from activities.options import load_options
+    from steward.activities.workspace.options import load_options
 
     options = load_options(data_dir())  # the environment the unit sets (no workspace here)
     target = target_for(options)
@@ -31,7 +31,7 @@ def main(which: str) -> None:
         )
         os.execv(command[0], command)
     if which == "worker":
-        from .temporal_worker import serve
+        from steward.worker.temporal_worker import serve
 
         embedded.write_pid("worker", os.getpid())
         logging.basicConfig(level=logging.INFO)
@@ -44,7 +44,7 @@ def main(which: str) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
-    raise SystemExit(f"usage: python -m worker.service_main temporal|worker (not {which!r})")
+    raise SystemExit(f"usage: python -m steward.worker.service_main temporal|worker (not {which!r})")
 
 
 if __name__ == "__main__":

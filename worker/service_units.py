@@ -4,7 +4,7 @@ services of the user's own service manager, so they restart on failure and start
 
 Linux: two systemd user units (`steward-temporal.service`, `steward-worker.service`, the
 worker after the server) in `$XDG_CONFIG_HOME/systemd/user`; macOS: two launchd agents in
-`~/Library/LaunchAgents`. The units run `python -m worker.service_main temporal|worker` with the
+`~/Library/LaunchAgents`. The units run `python -m steward.worker.service_main temporal|worker` with the
 environment that decides where Steward lives (data directory, ports, namespace) as it is when
 they are installed. Where `systemctl --user` / `launchctl` are present they are enabled and
 started; either way the caller prints what was written and what was run.
@@ -91,7 +91,7 @@ Description=Steward {what} (embedded; see `steward doctor`){after}
 
 [Service]
 Type=simple
-ExecStart={python} -m worker.service_main {service}
+ExecStart={python} -m steward.worker.service_main {service}
 WorkingDirectory={data}
 {env}
 Restart=on-failure
@@ -109,7 +109,7 @@ def launchd_plist(service: str, python: str, data: Path) -> bytes:
     return plistlib.dumps(
         {
             "Label": f"dev.steward.{service}",
-            "ProgramArguments": [python, "-m", "worker.service_main", service],
+            "ProgramArguments": [python, "-m", "steward.worker.service_main", service],
             "WorkingDirectory": str(data),
             "EnvironmentVariables": _environment(data),
             "RunAtLoad": True,

@@ -1,6 +1,6 @@
 """The Steward worker: runs EvalRun workflows (shared queue) and this host's activities.
 
-`python -m worker.temporal_worker --address HOST:PORT` (what `steward worker` runs).
+`python -m steward.worker.temporal_worker --address HOST:PORT` (what `steward worker` runs).
 """
 
 from __future__ import annotations
@@ -17,33 +17,36 @@ import structlog
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities import forkserver
-from activities.capacity import probe_capacity, reap_sandboxes_activity, request_admission
-from activities.capture import capture_definition
-from activities.credentials import check_credentials
-from activities.hosts import list_hosts
-from activities.log_curation import curate_logs, tidy_logs
-from activities.log_store import fetch_from_store, move_logs
-from activities.notify import notify
-from activities.observe import apply_setpoints, observe_run
-from activities.options import read_ramp_settings
-from activities.processes import spawn_worker, stop_workers
-from activities.provider_budgets import exchange_provider_budgets
-from activities.rulings import apply_actions
-from activities.scan import scan_transcripts_activity
-from activities.smoke import smoke_tasks
-from activities.watch import watch_worker
-from activities.workspace_files import write_workspace
-from workflows.capacity_ledger import CapacityLedger
-from workflows.contracts import WORKFLOW_TASK_QUEUE
-from workflows.credentials import CredentialsCheck
-from workflows.eval_run import EvalRun
-from workflows.host_registry import HostRegistry
-from workflows.preflight import Preflight
-from workflows.provider_ledger import ProviderLedger
-
-from .connect import Target, connect, host_queue
-from .host_presence import keep_present
+from steward.activities.capacity.capacity import (
+    probe_capacity,
+    reap_sandboxes_activity,
+    request_admission,
+)
+from steward.activities.capacity.hosts import list_hosts
+from steward.activities.capacity.provider_budgets import exchange_provider_budgets
+from steward.activities.definition.capture import capture_definition
+from steward.activities.definition.credentials import check_credentials
+from steward.activities.definition.smoke import smoke_tasks
+from steward.activities.logs.log_curation import curate_logs, tidy_logs
+from steward.activities.logs.log_store import fetch_from_store, move_logs
+from steward.activities.logs.rulings import apply_actions
+from steward.activities.processes import forkserver
+from steward.activities.processes.observe import apply_setpoints, observe_run
+from steward.activities.processes.processes import spawn_worker, stop_workers
+from steward.activities.processes.watch import watch_worker
+from steward.activities.scan.scan import scan_transcripts_activity
+from steward.activities.workspace.notify import notify
+from steward.activities.workspace.options import read_ramp_settings
+from steward.activities.workspace.workspace_files import write_workspace
+from steward.worker.connect import Target, connect, host_queue
+from steward.worker.host_presence import keep_present
+from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
+from steward.workflows.ledgers.capacity_ledger import CapacityLedger
+from steward.workflows.ledgers.host_registry import HostRegistry
+from steward.workflows.ledgers.provider_ledger import ProviderLedger
+from steward.workflows.prelaunch.credentials import CredentialsCheck
+from steward.workflows.prelaunch.preflight import Preflight
+from steward.workflows.run.eval_run import EvalRun
 
 ACTIVITIES = [
     apply_actions,
@@ -81,7 +84,7 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(
         # inspect_ai too: a process that ran an eval has Inspect's logging filter on its
         # handlers, and a workflow's log line would otherwise import Inspect inside the sandbox.
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows", "inspect_ai")
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("steward.workflows", "inspect_ai")
     )
 
 
@@ -144,7 +147,7 @@ async def serve(target: Target, ready_file: Path | None = None) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m worker.temporal_worker")
+    parser = argparse.ArgumentParser(prog="python -m steward.worker.temporal_worker")
     parser.add_argument("--address", required=True)
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--ready-file", type=Path)

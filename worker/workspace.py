@@ -1,11 +1,12 @@
 """What the CLI needs of a workspace, from the one place that does it (the CLI never imports
 activities directly; the worker hosts them)."""
 
-from activities import docker_pools, log_store
-from activities.capture import DefinitionError, capture_definition_sync
-from activities.options import OptionsError, definition_hash, load_options
-from activities.paths import unwritable
-from activities.workspace import (
+from steward.activities.capacity import docker_pools
+from steward.activities.definition.capture import DefinitionError, capture_definition_sync
+from steward.activities.logs import log_store
+from steward.activities.logs.paths import unwritable
+from steward.activities.workspace.options import OptionsError, definition_hash, load_options
+from steward.activities.workspace.workspace import (
     DEFAULT_DEFINITION,
     WorkspaceError,
     default_definition,
@@ -13,7 +14,7 @@ from activities.workspace import (
     init_workspace,
     workflow_id_for,
 )
-from activities.workspace_files import read_journal
+from steward.activities.workspace.workspace_files import read_journal
 
 __all__ = [
     "DEFAULT_DEFINITION",

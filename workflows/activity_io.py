@@ -9,11 +9,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .contracts import JournalEvent, RunStatus, TaskSpec, WatchLimits, WorkerProcess
-from .cost import CostCap, Price
-from .decisions import StandingRules
-from .provider_budget import ConnectionShare
-from .rulings import Action
+from steward.workflows.contracts import (
+    JournalEvent,
+    RunStatus,
+    TaskSpec,
+    WatchLimits,
+    WorkerProcess,
+)
+from steward.workflows.policy.cost import CostCap, Price
+from steward.workflows.policy.decisions import StandingRules
+from steward.workflows.policy.provider_budget import ConnectionShare
+from steward.workflows.policy.rulings import Action
 
 
 class CaptureRequest(BaseModel):
@@ -39,7 +45,7 @@ class SpawnRequest(BaseModel):
     # budget-v1: the worker's adaptive-connection bounds (its share of the provider budget).
     connections: ConnectionShare | None = None
     host: str = ""  # hosts: the host it is placed on (empty: the workspace's)
-    claim_logs: bool = False  # hosts: claim its task logs (activities/log_owners.py) first
+    claim_logs: bool = False  # hosts: claim its task logs (activities/logs/log_owners.py) first
 
 
 class ObserveRequest(BaseModel):
@@ -182,7 +188,7 @@ class NotifyResult(BaseModel):
 
 
 class ScanRequest(BaseModel):
-    """The scoring-integrity scan of some transcripts (activities/scan.py runs it in a child)."""
+    """The scoring-integrity scan of some transcripts (activities/scan/scan.py runs it in a child)."""
 
     log_paths: list[str]
     results_dir: str

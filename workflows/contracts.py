@@ -7,12 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from .capacity import BackendChoice, CapacityState, SandboxSize
-from .cost import CostCap, ModelTokens, Price
-from .decisions import Anomaly, StandingRules, Triage
-from .hosts import HostLost
-from .provider_budget import ProviderBudget
-from .ramp import RampReading
+from steward.workflows.policy.capacity import BackendChoice, CapacityState, SandboxSize
+from steward.workflows.policy.cost import CostCap, ModelTokens, Price
+from steward.workflows.policy.decisions import Anomaly, StandingRules, Triage
+from steward.workflows.policy.hosts import HostLost
+from steward.workflows.policy.provider_budget import ProviderBudget
+from steward.workflows.policy.ramp import RampReading
 
 WORKFLOW_TASK_QUEUE = "steward"
 
@@ -351,7 +351,7 @@ class RunStatus(BaseModel):
     tend_interval: float
     web_ui: str | None = None
     host_queue: str = ""  # the workspace's host (a worker with no queue of its own runs there)
-    # Filled in by the reader from the watches' heartbeats (workflows/worker_watch.py):
+    # Filled in by the reader from the watches' heartbeats (workflows/policy/worker_watch.py):
     live: list[WorkerPulse] = Field(default_factory=list)
     progress_at: dict[str, datetime] = Field(default_factory=dict)  # identifier -> as of when
     read_at: datetime | None = None

@@ -1,7 +1,7 @@
 """Steward's options (the seed's Options tables) as a pure pydantic model.
 
 Loading them from `_steward.yaml`, `STEWARD_*` and `.env` is a side effect and lives
-in `activities/options.py`; this module only says what a valid option is.
+in `activities/workspace/options.py`; this module only says what a valid option is.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pydantic import (
     field_validator,
 )
 
-from .activity_io import LiveOptions
-from .contracts import RunSettings, WatchLimits
-from .cost import CostCap, Price
-from .decisions import StandingRules
+from steward.workflows.activity_io import LiveOptions
+from steward.workflows.contracts import RunSettings, WatchLimits
+from steward.workflows.policy.cost import CostCap, Price
+from steward.workflows.policy.decisions import StandingRules
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}

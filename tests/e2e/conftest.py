@@ -85,7 +85,7 @@ def workspace_root(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
 @pytest.fixture
 def simulator(tmp_path):
     """The OpenAI-compatible provider simulator on loopback (model `openai-api/sim/<name>`)."""
-    from worker.provider_simulator import spawn
+    from steward.worker.provider_simulator import spawn
 
     process, url = spawn(
         tmp_path / "sim.port", concurrency=200, latency=1.0, jitter=0.1, retry_after=0.5

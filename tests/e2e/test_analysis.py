@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from harness.helpers import Steward, make_workspace, wait_for
-from workflows.analysis_view import END, begin_marker, block, merge_analysis
+from steward.workflows.views.analysis_view import END, begin_marker, block, merge_analysis
 
 PROSE_TOP = "# Analysis\n\nMy reading: alpha looks easy.\n\n"
 PROSE_BETWEEN = "\nNote between blocks — *keep me*.\n\n"

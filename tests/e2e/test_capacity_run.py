@@ -42,8 +42,8 @@ def _ledger(steward: Steward, domain_id: str) -> dict:
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from workflows.capacity import LedgerView
-    from workflows.capacity_ledger import CapacityLedger
+    from steward.workflows.ledgers.capacity_ledger import CapacityLedger
+    from steward.workflows.policy.capacity import LedgerView
 
     async def go() -> LedgerView:
         client = await Client.connect(

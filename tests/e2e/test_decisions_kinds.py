@@ -62,7 +62,7 @@ eval_set(tasks=[gated()], model="steward/offline")
 def _tend_directly(steward, workflow_id: str) -> None:
     from temporalio.client import Client, WorkflowUpdateFailedError
 
-    from workflows.eval_run import EvalRun
+    from steward.workflows.run.eval_run import EvalRun
 
     async def go() -> None:
         client = await Client.connect(f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}")

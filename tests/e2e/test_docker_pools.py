@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from activities.docker_pools import FINER_POOLS
 from harness.helpers import make_workspace
+from steward.activities.capacity.docker_pools import FINER_POOLS
 
 
 def test_launch_advises_and_merges_only_when_told(steward, workspace_root, fake_docker):

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from harness.helpers import Steward, read_logs, tasks_by_name
-from worker.flow_config import is_flow_config
+from steward.worker.flow_config import is_flow_config
 
 CONFIG = """from inspect_flow import FlowOptions, FlowSpec, FlowTask
 
@@ -107,10 +107,10 @@ def test_a_broken_flow_config_or_a_missing_extra_is_one_clear_sentence(
 
     import sys
 
-    from activities import log_store
+    from steward.activities.logs import log_store
 
     monkeypatch.setitem(sys.modules, "inspect_flow", None)  # as if the extra were not installed
-    from worker import flow_config
+    from steward.worker import flow_config
 
     try:
         flow_config.run(workspace / "config.py")

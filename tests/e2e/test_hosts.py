@@ -17,7 +17,6 @@ import psutil
 import pytest
 from inspect_ai.log import read_eval_log_sample_summaries
 
-from activities.control_socket import socket_path
 from harness.helpers import (
     Steward,
     assert_each_sample_once,
@@ -27,6 +26,7 @@ from harness.helpers import (
     wait_for,
 )
 from harness.receiver import Receiver
+from steward.activities.processes.control_socket import socket_path
 
 TASKS = {"t1": 60, "t2": 60, "t3": 60, "t4": 60}
 OPTIONS = "samples_ramp: [2, 2]\nshared_storage: true\nhosts: any\nhost_timeout: 20s\n"

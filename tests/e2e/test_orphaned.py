@@ -19,7 +19,7 @@ from harness.helpers import (
 def test_a_run_whose_workspace_is_gone_ends_orphaned(steward, workspace_root):
     from temporalio.client import WorkflowExecutionStatus
 
-    from workflows.eval_run import EvalRun
+    from steward.workflows.run.eval_run import EvalRun
 
     workspace = make_workspace(
         steward,

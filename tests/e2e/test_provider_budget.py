@@ -11,7 +11,7 @@ from itertools import pairwise
 import httpx
 
 from harness.helpers import fetch_history, make_workspace, read_journal, replay, wait_for
-from workflows.provider_budget import EPISODE_S
+from steward.workflows.policy.provider_budget import EPISODE_S
 
 SIM_MODEL = "openai-api/sim/echo"
 TASKS = {"alpha": 3000, "beta": 3000, "gamma": 3000}

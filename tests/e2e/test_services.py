@@ -128,7 +128,7 @@ def test_missing_tls_certificate_is_named(steward, tmp_path):
 
 
 def test_what_the_service_units_run_is_what_commands_find_and_stop(steward, tmp_path):
-    """`python -m worker.service_main temporal|worker` in the foreground, as systemd or launchd
+    """`python -m steward.worker.service_main temporal|worker` in the foreground, as systemd or launchd
     runs them: they record their pids, so commands use them (start nothing beside them), the
     worker polls, and `steward stop` stops both cleanly (a manager restarting on failure only
     leaves them stopped)."""
@@ -141,7 +141,7 @@ def test_what_the_service_units_run_is_what_commands_find_and_stop(steward, tmp_
     started: list[subprocess.Popen] = []
     try:
         server = subprocess.Popen(
-            [sys.executable, "-m", "worker.service_main", "temporal"],
+            [sys.executable, "-m", "steward.worker.service_main", "temporal"],
             env=env,
             stdout=log,
             stderr=log,
@@ -150,7 +150,7 @@ def test_what_the_service_units_run_is_what_commands_find_and_stop(steward, tmp_
         wait_for(lambda: private("server", "status").code == 0, timeout=60, what="the server")
         assert private.service_pid("temporal") == server.pid  # exec'd in place: the same process
         worker = subprocess.Popen(
-            [sys.executable, "-m", "worker.service_main", "worker"], env=env, stdout=log, stderr=log
+            [sys.executable, "-m", "steward.worker.service_main", "worker"], env=env, stdout=log, stderr=log
         )
         started.append(worker)
         wait_for(

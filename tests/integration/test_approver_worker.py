@@ -67,7 +67,7 @@ def late():
 # built before Inspect loads its entry points (get_model() or eval() would), so it holds
 # Inspect's own `human` approver
 early_task = early()
-assert "worker.approver" not in sys.modules
+assert "steward.worker.approver" not in sys.modules
 model = get_model("mockllm/model", custom_outputs=outputs)
 [one] = eval(early_task, model=model, log_dir="logs", display="none")
 # resolved by name after they are loaded

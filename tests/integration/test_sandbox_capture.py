@@ -33,7 +33,7 @@ eval_set(tasks=[boxed(), per_sample(), bare()], model="steward/offline", log_dir
 def test_capture_sizes_each_tasks_sandbox(tmp_path):
     """The real capture (no Docker is started): the runner records each task's sandbox spec
     and capture sizes it from the compose file beside the definition."""
-    from activities.capture import capture_definition_sync
+    from steward.activities.definition.capture import capture_definition_sync
 
     write_dedented(tmp_path / "compose.yaml", TWO_SERVICES)
     write_dedented(tmp_path / "env" / "compose.yaml", "services:\n  default: {image: x, cpus: 2}\n")

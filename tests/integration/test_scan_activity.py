@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.scan import SCORING_INTEGRITY, scan_transcripts_activity
 from harness.scanning import SAYS_BETA
+from steward.activities.scan.scan import SCORING_INTEGRITY, scan_transcripts_activity
 
 pytestmark = pytest.mark.usefixtures("no_offline_knobs")
 

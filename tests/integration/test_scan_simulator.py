@@ -5,7 +5,7 @@ openai-api provider); then Steward's scan activity scans its log in the forked c
 scan does. Inspect's openai provider counts the scanner's tokens with tiktoken's `o200k_base`,
 which tiktoken would download: every HTTP(S) proxy variable points at a closed port (loopback
 excepted, for the simulator), so any download fails the scan. The child finds the encoding in
-the cache that activities/tiktoken_offline.py fills from a package, under a data directory of
+the cache that activities/processes/tiktoken_offline.py fills from a package, under a data directory of
 this test's own. The simulator's flag rate (and regex) decide which samples are flagged; that
 a verdict is the same scan after scan is in tests/unit/test_provider_simulator_scan.py.
 """
@@ -18,14 +18,18 @@ from pathlib import Path
 import httpx
 import pytest
 
-from activities.scan import (
+from harness.scanning import WORDS
+from steward.activities.processes.tiktoken_offline import (
+    ENCODINGS,
+    cache_file_name,
+    provide_encodings,
+)
+from steward.activities.scan.scan import (
     SCORING_INTEGRITY,
     ScanFailed,
     scan_transcripts,
     scan_transcripts_activity,
 )
-from activities.tiktoken_offline import ENCODINGS, cache_file_name, provide_encodings
-from harness.scanning import WORDS
 
 pytestmark = pytest.mark.usefixtures("no_offline_knobs")
 
@@ -48,7 +52,7 @@ def _offline_env(monkeypatch: pytest.MonkeyPatch, simulator: str, data_dir: Path
 
 @pytest.fixture(scope="module")
 def simulator(tmp_path_factory: pytest.TempPathFactory):
-    from worker.provider_simulator import spawn
+    from steward.worker.provider_simulator import spawn
 
     process, url = spawn(
         tmp_path_factory.mktemp("sim") / "sim.port", latency=0.0, jitter=0.0, concurrency=0
@@ -196,7 +200,7 @@ async def _sim_log_of(samples: int, tmp_path: Path):
 
 def _narrow_simulator(tmp_path: Path, concurrency: int, latency: float):
     """A simulator of its own that admits `concurrency` in flight (429 beyond), none flagged."""
-    from worker.provider_simulator import spawn
+    from steward.worker.provider_simulator import spawn
 
     return spawn(
         tmp_path / f"narrow-{concurrency}.port", latency=latency, jitter=0.0,
@@ -209,8 +213,8 @@ async def _scan_following(
 ) -> tuple[dict | None, str]:
     """A scan part's child on `log` (as a run's scan runs it), starting at `first` connections
     and following its `connections` file up to `ceiling`; its answer and its last line."""
-    from activities.scan_children import respond
-    from activities.scan_process import run_in_child
+    from steward.activities.scan.scan_children import respond
+    from steward.activities.scan.scan_process import run_in_child
 
     request = _request(
         log,
@@ -229,7 +233,7 @@ async def test_a_scan_keeps_more_transcripts_than_connections_but_only_its_conne
     """The scan works on transcripts_in_flight(n) transcripts at once, yet the provider sees at
     most n of its prompts: a simulator that admits exactly 2 in flight answers all 12 without a
     single 429, and sees 2 at once (the activity's path: its forked parts share the 2)."""
-    from activities.scan import transcripts_in_flight
+    from steward.activities.scan.scan import transcripts_in_flight
 
     assert transcripts_in_flight(2) == 3 and transcripts_in_flight(None) is None
     log = await _sim_log_of(12, tmp_path)
@@ -256,7 +260,7 @@ async def test_a_running_scan_widens_when_its_connections_file_says_so(
     import threading
     import time
 
-    from activities.paths import write_atomic
+    from steward.activities.logs.paths import write_atomic
 
     words = [f"w{i}" for i in range(24)]
     log = await _sim_log_of(len(words), tmp_path)
@@ -303,7 +307,7 @@ async def test_a_scan_holding_the_whole_budget_probes_above_it_and_backs_off_on_
     climbs above 3 while all its connections are busy, to the 5 the simulator admits; the
     429s that draw put it back to its share and it does not probe that high again, so they
     stay few."""
-    from activities.paths import write_atomic
+    from steward.activities.logs.paths import write_atomic
 
     log = await _sim_log_of(60, tmp_path)
     narrow, url = _narrow_simulator(tmp_path, concurrency=5, latency=0.3)

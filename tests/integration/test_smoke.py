@@ -8,9 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from activities.capture import capture_definition_sync
-from activities.smoke import SmokeResult, describe, run_smoke, waived
 from harness.helpers import write_definition
+from steward.activities.definition.capture import capture_definition_sync
+from steward.activities.definition.smoke import SmokeResult, describe, run_smoke, waived
 
 # Nothing from the outer environment steers the offline model or Inspect's driven modes.
 pytestmark = pytest.mark.usefixtures("no_offline_knobs")

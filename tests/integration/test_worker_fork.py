@@ -1,4 +1,4 @@
-"""Task workers forked from the Steward worker's fork server (activities/worker_fork.py): each
+"""Task workers forked from the Steward worker's fork server (activities/processes/worker_fork.py): each
 runs its tasks to a success log like a fresh process, in a session of its own and not as this
 process's child (it outlives the Steward worker), its connection share reaches Inspect, and its
 exit code and refusals read as a fresh process's would."""
@@ -13,11 +13,11 @@ import psutil
 import pytest
 from inspect_ai.log import read_eval_log
 
-from activities import forkserver, processes
-from activities.capture import capture_definition_sync
 from harness.helpers import write_definition
-from workflows.activity_io import SelectedTask, SpawnRequest
-from workflows.provider_budget import WORKER_COOLDOWN_S, ConnectionShare
+from steward.activities.definition.capture import capture_definition_sync
+from steward.activities.processes import forkserver, processes
+from steward.workflows.activity_io import SelectedTask, SpawnRequest
+from steward.workflows.policy.provider_budget import WORKER_COOLDOWN_S, ConnectionShare
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def _processes_in(directory: Path) -> list[psutil.Process]:
 @pytest.fixture
 def forks(monkeypatch):
     """The runner processes forked (not started fresh) during the test."""
-    from activities import runner_process
+    from steward.activities.processes import runner_process
 
     forked: list[int] = []
 
@@ -133,7 +133,7 @@ def forks(monkeypatch):
 
 
 def test_capture_and_smoke_run_forked_and_read_as_fresh_ones(warm, forks, tmp_path):
-    from activities.smoke import describe, run_smoke
+    from steward.activities.definition.smoke import describe, run_smoke
 
     write_definition(tmp_path, {"alpha": 6, "beta": 4})
     capture = capture_definition_sync(str(tmp_path), "evalset.py")
@@ -145,7 +145,7 @@ def test_capture_and_smoke_run_forked_and_read_as_fresh_ones(warm, forks, tmp_pa
 
 
 def test_a_forked_smoke_over_its_time_is_killed_with_its_group(warm, forks, tmp_path):
-    from activities.smoke import describe, run_smoke
+    from steward.activities.definition.smoke import describe, run_smoke
 
     write_definition(tmp_path, {"slow": 4})
     tasks = capture_definition_sync(str(tmp_path), "evalset.py").tasks
@@ -157,7 +157,7 @@ def test_a_forked_smoke_over_its_time_is_killed_with_its_group(warm, forks, tmp_
 
 
 def test_a_forked_capture_of_a_broken_definition_says_why(warm, forks, tmp_path):
-    from activities.capture import DefinitionError
+    from steward.activities.definition.capture import DefinitionError
 
     (tmp_path / "evalset.py").write_text("import no_such_module_here\n")
     with pytest.raises(DefinitionError) as failed:

@@ -1,11 +1,17 @@
-"""A run's reading of the ledger's answer (workflows/admission.py), without Temporal."""
+"""A run's reading of the ledger's answer (workflows/policy/admission.py), without Temporal."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from workflows.admission import grant, read_answer
-from workflows.capacity import Admission, AdmissionOutcome, CapacityState, Footprint, ProbeReading
+from steward.workflows.policy.admission import grant, read_answer
+from steward.workflows.policy.capacity import (
+    Admission,
+    AdmissionOutcome,
+    CapacityState,
+    Footprint,
+    ProbeReading,
+)
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 FOOTPRINT = Footprint(resources={"docker.cpu": 4.0}, memory_gi=8.0)

@@ -26,7 +26,7 @@ from inspect_ai.solver import generate, use_tools
 from inspect_ai.tool import Tool, tool
 
 from harness.approvals import answer, requests_in
-from worker.approver import steward_approver
+from steward.worker.approver import steward_approver
 
 CALL_ID = "call-record-1"
 RAN: list[str] = []

@@ -15,14 +15,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from activities.capture import runner_refusal
-from activities.dotenv_files import dotenv_problem
-from activities.options import OptionsError, load_options
-from activities.paths import unwritable
-from activities.runner_launch import REFUSAL_MARK
-from cli.run_calls import steering_refusal
-from workflows.contracts import RunState
-from workflows.eval_run import EvalRun
+from steward.activities.definition.capture import runner_refusal
+from steward.activities.logs.paths import unwritable
+from steward.activities.processes.runner_launch import REFUSAL_MARK
+from steward.activities.workspace.dotenv_files import dotenv_problem
+from steward.activities.workspace.options import OptionsError, load_options
+from steward.cli.run_calls import steering_refusal
+from steward.workflows.contracts import RunState
+from steward.workflows.run.eval_run import EvalRun
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +72,7 @@ def test_a_good_dotenv_passes(tmp_path):
 def test_the_definition_runner_refuses_a_dotenv_it_cannot_read(tmp_path):
     (tmp_path / ".env").write_text("JUSTAWORD\n")
     done = subprocess.run(
-        [sys.executable, "-m", "worker.definition_runner", "evalset.py"],
+        [sys.executable, "-m", "steward.worker.definition_runner", "evalset.py"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -132,7 +132,7 @@ def test_eval_set_with_an_empty_task_list_is_refused_before_inspect_sees_it(monk
     import inspect_ai
     from inspect_ai._eval import evalset
 
-    from worker.definition_runner import refuse_empty_task_list
+    from steward.worker.definition_runner import refuse_empty_task_list
 
     monkeypatch.setattr(inspect_ai, "eval_set", inspect_ai.eval_set)  # restored afterwards
     monkeypatch.setattr(evalset, "eval_set", evalset.eval_set)

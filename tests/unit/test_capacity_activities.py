@@ -4,11 +4,11 @@ Kubernetes quota shortfalls are structured events."""
 
 from __future__ import annotations
 
-from activities.capacity import probe
-from activities.probe_kubernetes import quota_event
 from harness.fake_docker import FakeContainer
 from harness.fake_kubernetes import FakeKubernetes, write_kubeconfig
-from workflows.capacity import GI, ProbeRequest
+from steward.activities.capacity.capacity import probe
+from steward.activities.capacity.probe_kubernetes import quota_event
+from steward.workflows.policy.capacity import GI, ProbeRequest
 
 
 def _inspect_sandbox(name: str) -> FakeContainer:

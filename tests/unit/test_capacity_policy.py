@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from workflows import capacity
-from workflows.capacity import (
+from steward.workflows.policy import capacity
+from steward.workflows.policy.capacity import (
     AdmitRequest,
     Footprint,
     Ledger,

@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from activities import cost as cost_activity
-from activities.cost import log_usage
-from workflows.cost import (
+from steward.activities.logs import cost as cost_activity
+from steward.activities.logs.cost import log_usage
+from steward.workflows.policy.cost import (
     CostCap,
     LlmCost,
     ModelTokens,
@@ -181,7 +181,7 @@ def offline_log(tmp_path_factory):
     from inspect_ai.log import read_eval_log
     from inspect_ai.solver import solver
 
-    import worker.inspect_plugins  # noqa: F401  (registers steward/offline)
+    import steward.worker.inspect_plugins  # noqa: F401  (registers steward/offline)
 
     log_dir = tmp_path_factory.mktemp("offline-logs")
     during: dict = {}

@@ -3,7 +3,13 @@ check on a live launch is in tests/e2e/test_credentials.py)."""
 
 from __future__ import annotations
 
-from workflows.credentials import CredentialsReport, Requirement, refusal, requirements_for, unmet
+from steward.workflows.prelaunch.credentials import (
+    CredentialsReport,
+    Requirement,
+    refusal,
+    requirements_for,
+    unmet,
+)
 
 
 def test_providers_map_to_their_variables():

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from workflows import decisions, rulings
-from workflows.decisions import Anomaly, StandingRules, Triage
-from workflows.rulings import RuleRequest
+from steward.workflows.policy import decisions, rulings
+from steward.workflows.policy.decisions import Anomaly, StandingRules, Triage
+from steward.workflows.policy.rulings import RuleRequest
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
@@ -22,7 +22,7 @@ TRACEBACK = """Traceback (most recent call last):
     result = await fn(*args, **kwargs)
   File "/work/ws/worker/offline_model.py", line {line}, in generate
     raise OfflineSampleFailure(f"offline model told to fail on {{fail!r}}")
-worker.offline_model.OfflineSampleFailure: offline model told to fail on '{text}'
+steward.worker.offline_model.OfflineSampleFailure: offline model told to fail on '{text}'
 """
 
 
@@ -210,8 +210,8 @@ def test_signoff_blockers_listed_all_at_once():
 def test_unsupervised_after_two_intervals_without_a_tend():
     from datetime import timedelta
 
-    from workflows.contracts import RunState
-    from workflows.eval_run_state import unsupervised
+    from steward.workflows.contracts import RunState
+    from steward.workflows.run.eval_run_state import unsupervised
 
     state = RunState(phase="running", last_tend_at=NOW, next_tend_at=NOW + timedelta(seconds=60))
     assert unsupervised(state, 60, NOW + timedelta(seconds=119)) is None
@@ -227,8 +227,8 @@ def test_unsupervised_after_two_intervals_without_a_tend():
 def test_notices_one_per_decision_heartbeat_due_and_problem_once():
     from datetime import timedelta
 
-    from workflows import notices
-    from workflows.contracts import RunState
+    from steward.workflows.contracts import RunState
+    from steward.workflows.policy import notices
 
     state = RunState(phase="running", started_at=NOW)
     absorb(state.triage, [error(1)])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from workflows.contracts import TaskSpec
-from workflows.delta import ArchivedLog, Delta, compute_delta, delta_lines, gate
+from steward.workflows.contracts import TaskSpec
+from steward.workflows.policy.delta import ArchivedLog, Delta, compute_delta, delta_lines, gate
 
 MODEL = "openai/gpt-4o"
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from activities.docker_pools import (
+from steward.activities.capacity.docker_pools import (
     BUILTIN_POOLS,
     FINER_POOLS,
     DaemonJsonError,

@@ -5,9 +5,9 @@ ruling marks skipped effects done without recording a re-run."""
 
 from __future__ import annotations
 
+from steward.workflows.policy import decisions, healing, rulings
+from steward.workflows.policy.decisions import StandingRules, Triage
 from tests.unit.test_decisions_policy import NOW, absorb, error, rule
-from workflows import decisions, healing, rulings
-from workflows.decisions import StandingRules, Triage
 
 REF = "evalset.py@flaky#1/steward/offline/abc#{}@1"
 

@@ -1,11 +1,11 @@
 """Hosts as plain data: who is live, which hosts a run admits, when the registry must tell a
-run of a loss, and where each group of tasks is placed (workflows/hosts.py)."""
+run of a loss, and where each group of tasks is placed (workflows/policy/hosts.py)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from workflows.hosts import (
+from steward.workflows.policy.hosts import (
     HostInfo,
     HostLoad,
     Subscription,
@@ -78,7 +78,7 @@ def test_placement_counts_sandbox_room():
 
 
 def test_a_hosts_free_sandboxes_are_its_ledgers_bound_less_what_is_in_use():
-    from workflows.capacity import Ledger, free
+    from steward.workflows.policy.capacity import Ledger, free
 
     assert (
         free(Ledger(domain="d", limits={"sandboxes": 4}, observed={"sandboxes": 3}), "sandboxes")

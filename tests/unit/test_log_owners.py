@@ -1,4 +1,4 @@
-"""At most one live writer per task log: a later worker's claim wins (activities/log_owners.py)."""
+"""At most one live writer per task log: a later worker's claim wins (activities/logs/log_owners.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from activities.log_owners import DISOWNED_EXIT, OWNER_ENV, Claim, Disowned, later_owner, take
+from steward.activities.logs.log_owners import (
+    DISOWNED_EXIT,
+    OWNER_ENV,
+    Claim,
+    Disowned,
+    later_owner,
+    take,
+)
 
 
 def _claim(log_dir: Path, worker: str, host: str = "a", run: str = "run-1") -> Claim:
@@ -37,7 +44,7 @@ def test_a_disowned_worker_stops_itself(tmp_path: Path):
     """The guard in a real process: it runs until a later claim lands, then exits at once."""
     mine = _claim(tmp_path, "w0002")
     take(mine)
-    script = "from activities.log_owners import guard; import time; guard(); time.sleep(60)"
+    script = "from steward.activities.logs.log_owners import guard; import time; guard(); time.sleep(60)"
     env = {**os.environ, OWNER_ENV: mine.to_env()}
     worker = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE)
     try:

@@ -11,9 +11,9 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from activities import log_store
-from activities.log_listing import log_info
-from activities.log_store import (
+from steward.activities.logs import log_store
+from steward.activities.logs.log_listing import log_info
+from steward.activities.logs.log_store import (
     archive_location,
     archived_logs,
     fetch,
@@ -23,8 +23,8 @@ from activities.log_store import (
     publish,
     satisfied,
 )
-from workflows.contracts import TaskSpec
-from workflows.delta import ArchivedLog
+from steward.workflows.contracts import TaskSpec
+from steward.workflows.policy.delta import ArchivedLog
 
 
 def _task():
@@ -48,7 +48,7 @@ def logs(tmp_path_factory) -> dict[str, Path]:
     from inspect_ai import eval
     from inspect_ai.log import read_eval_log, write_eval_log
 
-    import worker.inspect_plugins  # noqa: F401  (registers steward/offline)
+    import steward.worker.inspect_plugins  # noqa: F401  (registers steward/offline)
 
     made = tmp_path_factory.mktemp("made")
 

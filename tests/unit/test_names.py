@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from temporalio import activity, workflow
 
-from worker.temporal_worker import ACTIVITIES, WORKFLOWS
-from workflows.names import Activity, WorkflowType
+from steward.worker.temporal_worker import ACTIVITIES, WORKFLOWS
+from steward.workflows.names import Activity, WorkflowType
 
 
 def test_every_activity_the_worker_registers_is_named_once():

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from activities.options import OptionsError, load_options
-from workflows.options import StewardOptions, format_duration, parse_duration
+from steward.activities.workspace.options import OptionsError, load_options
+from steward.workflows.options import StewardOptions, format_duration, parse_duration
 
 
 def test_defaults_are_the_seeds():

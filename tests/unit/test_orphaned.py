@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from activities.observe import orphaned
+from steward.activities.processes.observe import orphaned
 
 
 def _workspace(tmp_path, ident: str):

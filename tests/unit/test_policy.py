@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from workflows import policy
-from workflows.contracts import (
+from steward.workflows.contracts import (
     Capture,
     Observation,
     Progress,
@@ -15,6 +14,7 @@ from workflows.contracts import (
     TaskSpec,
     WorkerProcess,
 )
+from steward.workflows.policy import run_policy as policy
 
 
 def _spec(name: str, samples: int = 10) -> TaskSpec:
@@ -147,7 +147,7 @@ def test_paused_or_ended_runs_spawn_nothing():
 
 
 def test_max_tasks_policy_keeps_definition_order():
-    from workflows.contracts import TaskState
+    from steward.workflows.contracts import TaskState
 
     tasks = [TaskState(spec=TaskSpec(name=n, model="m", identifier=n, samples=1)) for n in "abcd"]
     state = RunState(phase="running", tasks=tasks, max_tasks=2)
@@ -162,7 +162,7 @@ def test_max_tasks_policy_keeps_definition_order():
 
 
 def test_scan_progress_counts_complete_tasks_scanned_and_scanning():
-    from workflows.status_view import scan_line
+    from steward.workflows.views.status_view import scan_line
 
     state = _state("a", "b", "c")
     assert scan_line(state) is None  # nothing complete: nothing to scan yet

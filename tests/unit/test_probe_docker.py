@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from activities.probe_docker import docker_reading, reap_sandboxes
 from harness.fake_docker import FakeContainer
+from steward.activities.capacity.probe_docker import docker_reading, reap_sandboxes
 
 
 def sandbox(name: str, project: str, state: str = "running", where: str = "/tasks/swe"):

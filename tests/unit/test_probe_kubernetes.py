@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from activities.probe_kubernetes import kubernetes_reading, parse_quantity, quota_event
 from harness.fake_kubernetes import TOKEN, FakeKubernetes, write_kubeconfig
 from harness.helpers import free_port
-from workflows.capacity import GI
+from steward.activities.capacity.probe_kubernetes import (
+    kubernetes_reading,
+    parse_quantity,
+    quota_event,
+)
+from steward.workflows.policy.capacity import GI
 
 COMPUTE = {"pods": "10", "requests.cpu": "8", "requests.memory": "16Gi"}
 COMPUTE_USED = {"pods": "4", "requests.cpu": "2500m", "requests.memory": "4Gi"}

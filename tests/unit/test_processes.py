@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import psutil
 
-from activities.processes import is_alive, stop_workers_sync
-from workflows.activity_io import StopRequest
-from workflows.contracts import WorkerProcess
+from steward.activities.processes.processes import is_alive, stop_workers_sync
+from steward.workflows.activity_io import StopRequest
+from steward.workflows.contracts import WorkerProcess
 
 IGNORES_SIGINT = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('ready', flush=True); time.sleep(120)"
 # Python's own SIGINT handler, explicitly: a child inherits an ignored SIGINT (scout ignores it

@@ -1,5 +1,5 @@
-"""One connection budget per provider per run, as pure policy (workflows/provider_budget.py and
-workflows/connection_plan.py), without Temporal: the workers' ceilings never sum past the
+"""One connection budget per provider per run, as pure policy (workflows/policy/provider_budget.py and
+workflows/policy/connection_plan.py), without Temporal: the workers' ceilings never sum past the
 budget, pushback anywhere lowers it for all, a learned budget seeds the next run and sizes its
 starting setpoints, and a new worker starts at its share."""
 
@@ -8,10 +8,16 @@ from __future__ import annotations
 import pytest
 
 from harness.helpers import fake_worker
-from workflows import connection_plan, policy, provider_budget
-from workflows.contracts import Capture, RunSettings, RunState, TaskSpec
-from workflows.provider_budget import ProviderBudget, WorkerConnections, endpoint_of, split
-from workflows.ramp import RampWindow
+from steward.workflows.contracts import Capture, RunSettings, RunState, TaskSpec
+from steward.workflows.policy import connection_plan, provider_budget
+from steward.workflows.policy import run_policy as policy
+from steward.workflows.policy.provider_budget import (
+    ProviderBudget,
+    WorkerConnections,
+    endpoint_of,
+    split,
+)
+from steward.workflows.policy.ramp import RampWindow
 
 SETTINGS = RunSettings()
 SIM = "openai-api/sim/echo"
@@ -200,8 +206,8 @@ def test_raised_ceilings_follow_lowered_ones_so_the_sum_never_passes_the_budget(
 
 
 def test_status_shows_each_budget_its_origin_and_the_workers_ceilings():
-    from workflows.contracts import RunStatus
-    from workflows.status_view import connection_lines, render_status_markdown
+    from steward.workflows.contracts import RunStatus
+    from steward.workflows.views.status_view import connection_lines, render_status_markdown
 
     budget = ProviderBudget(
         endpoint="openai-api/sim http://h/v1",

@@ -15,7 +15,7 @@ from inspect_scout._llm_scanner._llm_scanner import render_scanner_prompt
 from inspect_scout._llm_scanner.prompt import DEFAULT_SCANNER_TEMPLATE
 from starlette.testclient import TestClient
 
-from worker.provider_simulator import Limits, Simulator, scan_verdict, transcript_share
+from steward.worker.provider_simulator import Limits, Simulator, scan_verdict, transcript_share
 
 QUESTION = "Is this sample's score unsupported by the transcript?"
 

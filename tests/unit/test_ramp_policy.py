@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from workflows.ramp import RampCounters, RampWindow, decide, starting_setpoint, window_between
+from steward.workflows.policy.ramp import (
+    RampCounters,
+    RampWindow,
+    decide,
+    starting_setpoint,
+    window_between,
+)
 
 RAMP = (50, 200)
 
@@ -118,7 +124,7 @@ def test_windows_are_differences_of_cumulative_counters():
 
 
 def test_sandbox_budget_comes_from_the_definition_else_the_provider():
-    from workflows.ramp import sandbox_budget
+    from steward.workflows.policy.ramp import sandbox_budget
 
     assert sandbox_budget(30, ["docker"], cpus=8) == 30
     assert sandbox_budget(None, ["docker", None], cpus=8) == 16  # Docker: 2 x CPUs
@@ -127,7 +133,7 @@ def test_sandbox_budget_comes_from_the_definition_else_the_provider():
 
 
 def test_sandboxed_tasks_start_at_their_share_of_the_budget():
-    from workflows.ramp import budget_share
+    from steward.workflows.policy.ramp import budget_share
 
     assert budget_share(16, 4, 50) == 4
     assert budget_share(300, 2, 50) == 50  # the share is a ceiling, not a target
@@ -136,7 +142,7 @@ def test_sandboxed_tasks_start_at_their_share_of_the_budget():
 
 
 def test_the_ramp_never_grows_the_fleet_sum_past_the_budget():
-    from workflows.ramp import clamp_to_budget
+    from steward.workflows.policy.ramp import clamp_to_budget
 
     up = _decide(setpoint=50, window=_window())  # wants 70
     assert clamp_to_budget(up, others=50, budget=200).setpoint == 70

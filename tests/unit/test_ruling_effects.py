@@ -9,13 +9,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from activities import anomalies
-from activities.rulings import apply_actions_sync
 from harness.scanning import TASK, WORDS
-from workflows.activity_io import AnomalyRequest, ApplyRequest
-from workflows.contracts import TaskSpec
-from workflows.decisions import Anomaly
-from workflows.rulings import Action
+from steward.activities.logs import anomalies
+from steward.activities.logs.rulings import apply_actions_sync
+from steward.workflows.activity_io import AnomalyRequest, ApplyRequest
+from steward.workflows.contracts import TaskSpec
+from steward.workflows.policy.decisions import Anomaly
+from steward.workflows.policy.rulings import Action
 
 SPEC = TaskSpec(name=TASK, model="steward/offline", identifier="probe-id", samples=len(WORDS))
 RECOVERED = ("CancelledError()", "CancelledError: recovered from crashed eval\n")
@@ -110,7 +110,7 @@ def test_a_sample_in_flight_when_its_worker_died_is_not_a_sample_error(eval_log,
 
 
 def test_suspects_healthy_in_the_newest_log_are_reported(eval_log, tmp_path):
-    from activities.log_listing import log_info
+    from steward.activities.logs.log_listing import log_info
 
     path = _copy(eval_log, tmp_path)
     _with_error(path, WORDS[1], FAILED, "success")

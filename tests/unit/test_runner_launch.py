@@ -1,5 +1,5 @@
 """Starting a definition: one command line, and an environment in which only what the start
-itself sets steers the run (activities/runner_launch.py)."""
+itself sets steers the run (activities/processes/runner_launch.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.runner_launch import (
+from steward.activities.processes.runner_launch import (
     APPROVALS_DIR_ENV,
     CAPTURE_ENV,
     OVERRIDES_ENV,
@@ -21,7 +21,7 @@ from activities.runner_launch import (
     selection_document,
     worker_steering,
 )
-from workflows.activity_io import SelectedTask
+from steward.workflows.activity_io import SelectedTask
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +36,7 @@ def _stray_steering(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_worker_is_steered_by_its_selection_alone(tmp_path: Path):
     command, env = runner_launch("evalset.py", worker_steering(tmp_path / "w.json", "/ws"))
-    assert command == [sys.executable, "-m", "worker.definition_runner", "evalset.py"]
+    assert command == [sys.executable, "-m", "steward.worker.definition_runner", "evalset.py"]
     assert env[SELECTION_ENV] == str(tmp_path / "w.json")
     assert env[WORKER_ENV] == "1" and env[APPROVALS_DIR_ENV] == "/ws/.steward/approvals"
     assert CAPTURE_ENV not in env and OVERRIDES_ENV not in env and SANDBOX_SIDECAR_ENV not in env

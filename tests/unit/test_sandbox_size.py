@@ -1,19 +1,19 @@
-"""Sizing a task's sandbox from its config at capture time (activities/sandbox_size.py)."""
+"""Sizing a task's sandbox from its config at capture time (activities/definition/sandbox_size.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from activities.sandbox_size import (
+from harness.sandboxes import TWO_SERVICES
+from harness.sandboxes import write_dedented as _write
+from steward.activities.definition.sandbox_size import (
     COMPOSE_FILES,
     DOCKERFILE,
     parse_docker_bytes,
     parse_k8s_quantity,
     sandbox_size,
 )
-from harness.sandboxes import TWO_SERVICES
-from harness.sandboxes import write_dedented as _write
-from workflows.capacity import GI, SandboxSize
+from steward.workflows.policy.capacity import GI, SandboxSize
 
 
 def test_compose_two_services_sized_by_their_reservations(tmp_path):
@@ -213,8 +213,8 @@ def test_runner_records_string_tuple_spec_and_inline_configs(tmp_path):
     from inspect_ai.util import SandboxEnvironmentSpec
     from inspect_ai.util._sandbox.compose import ComposeConfig
 
-    from activities.capture import sandbox_of
-    from worker.definition_runner import sandbox_type
+    from steward.activities.definition.capture import sandbox_of
+    from steward.worker.definition_runner import sandbox_type
 
     def resolved(sandbox, *sample_sandboxes):
         task = SimpleNamespace(dataset=[SimpleNamespace(sandbox=s) for s in sample_sandboxes])

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.scan import SCORING_INTEGRITY, ScanFailed, scan_transcripts
 from harness.scanning import EXPLODES, SAYS_BETA, TASK, WORDS
-from worker.offline_model import scanner_verdict
+from steward.activities.scan.scan import SCORING_INTEGRITY, ScanFailed, scan_transcripts
+from steward.worker.offline_model import scanner_verdict
 
 pytestmark = pytest.mark.usefixtures("no_offline_knobs")
 
@@ -117,7 +117,7 @@ def test_the_flag_knob_leaves_ordinary_prompts_alone():
 
 
 def test_scan_model_resolution_follows_the_seed(tmp_path, monkeypatch):
-    from activities.scan import resolve_scan_model
+    from steward.activities.scan.scan import resolve_scan_model
 
     monkeypatch.delenv("SCOUT_SCAN_MODEL", raising=False)
     (tmp_path / ".env").write_text("SCOUT_SCAN_MODEL=steward/judge\n")
@@ -147,7 +147,7 @@ def test_shards_of_one_log_scan_each_transcript_exactly_once(
 
 
 def test_a_scan_of_logs_that_do_not_split_evenly_is_split_by_transcript(tmp_path, monkeypatch):
-    from activities import scan_parts
+    from steward.activities.scan import scan_parts
 
     monkeypatch.setattr(scan_parts.os, "cpu_count", lambda: 2)
     large = tmp_path / "large.eval"
@@ -170,7 +170,7 @@ def test_a_scan_of_logs_that_do_not_split_evenly_is_split_by_transcript(tmp_path
 
 
 def test_a_scan_is_split_across_processes_by_log_size(tmp_path, monkeypatch):
-    from activities import scan_parts as scan_module
+    from steward.activities.scan import scan_parts as scan_module
 
     sizes = {"a": 900, "b": 500, "c": 400, "d": 100}
     paths = []

@@ -1,4 +1,4 @@
-"""A running scan follows its share (activities/scan_widen.py): the activity's side, with the
+"""A running scan follows its share (activities/scan/scan_widen.py): the activity's side, with the
 run's answers and the parts' progress played by the test."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from activities import scan_widen
-from activities.scan_widen import done_marker, follow
+from steward.activities.scan import scan_widen
+from steward.activities.scan.scan_widen import done_marker, follow
 
 
 async def test_parts_share_the_scans_connections_and_the_last_to_end_tells_the_run(

@@ -12,7 +12,7 @@ import pytest
 from inspect_scout._recorder import buffer, file
 from upath import UPath
 
-from activities import scout_compaction
+from steward.activities.scan import scout_compaction
 
 SCANNER = "scoring_integrity"
 

@@ -10,7 +10,7 @@ from inspect_scout._llm_scanner.prompt import (
     DEFAULT_SCANNER_TEMPLATE_SUFFIX,
 )
 
-from activities.scout_templates import cache_compiled_templates
+from steward.activities.scan.scout_templates import cache_compiled_templates
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from worker import service_units
+from steward.worker import service_units
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def test_install_writes_both_units_and_says_what_to_run(no_manager):
     ]
     assert any(t.startswith("loginctl enable-linger") for t in outcome.todo)
     worker = (no_manager / "config/systemd/user/steward-worker.service").read_text()
-    assert f"ExecStart={sys.executable} -m worker.service_main worker" in worker
+    assert f"ExecStart={sys.executable} -m steward.worker.service_main worker" in worker
     assert f'Environment="STEWARD_DATA_DIR={data}"' in worker
     assert "After=steward-temporal.service" in worker and "Restart=on-failure" in worker
 
@@ -72,7 +72,7 @@ def test_launchd_agents_parse_and_restart_on_failure_only(tmp_path):
     assert plist["ProgramArguments"] == [
         "/opt/py/bin/python",
         "-m",
-        "worker.service_main",
+        "steward.worker.service_main",
         "worker",
     ]
     assert plist["EnvironmentVariables"]["STEWARD_DATA_DIR"] == str(tmp_path)

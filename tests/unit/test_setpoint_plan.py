@@ -1,11 +1,10 @@
-"""The ramp's setpoint plan for one tend (workflows/setpoint_plan.py), without Temporal: moves
+"""The ramp's setpoint plan for one tend (workflows/policy/setpoint_plan.py), without Temporal: moves
 become journal events and control-socket retunes; a sandbox budget clamps and says so once."""
 
 from __future__ import annotations
 
 from harness.helpers import fake_worker
-from workflows import policy
-from workflows.contracts import (
+from steward.workflows.contracts import (
     Capture,
     Observation,
     RunSettings,
@@ -13,8 +12,9 @@ from workflows.contracts import (
     TaskObservation,
     TaskSpec,
 )
-from workflows.ramp import RampCounters, RampReading
-from workflows.setpoint_plan import plan_setpoints
+from steward.workflows.policy import run_policy as policy
+from steward.workflows.policy.ramp import RampCounters, RampReading
+from steward.workflows.policy.setpoint_plan import plan_setpoints
 
 SETTINGS = RunSettings(samples_ramp=(10, 100))
 

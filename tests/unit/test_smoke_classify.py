@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from activities.smoke import SmokeCheck, SmokeResult, classify, describe, stderr_error, waived
+from steward.activities.definition.smoke import (
+    SmokeCheck,
+    SmokeResult,
+    classify,
+    describe,
+    stderr_error,
+    waived,
+)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from pathlib import Path
 import fsspec
 import yaml
 
-from activities.sync import UNPARSABLE, scrub_options, sync_workspace
+from steward.activities.logs.sync import UNPARSABLE, scrub_options, sync_workspace
 
 SECRETS = [
     "sk-abc # not a comment",

@@ -18,12 +18,12 @@ import psutil
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities import control_socket, processes, watch
-from activities.log_listing import log_info
-from activities.watch import watch_worker
-from workflows import worker_watch
-from workflows.activity_io import WatchRequest, WorkerEnd
-from workflows.contracts import Progress, WatchLimits, WorkerProcess, WorkerPulse
+from steward.activities.logs.log_listing import log_info
+from steward.activities.processes import control_socket, processes, watch
+from steward.activities.processes.watch import watch_worker
+from steward.workflows.activity_io import WatchRequest, WorkerEnd
+from steward.workflows.contracts import Progress, WatchLimits, WorkerProcess, WorkerPulse
+from steward.workflows.policy import worker_watch
 
 SLEEPS = "import time; time.sleep({seconds})"
 EXITS = "import sys, time; time.sleep({seconds}); sys.exit({code})"

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from activities.options import OptionsError, load_options
-from workflows import decisions, rulings, worker_watch
-from workflows.activity_io import WatchRequest
-from workflows.contracts import (
+from steward.activities.workspace.options import OptionsError, load_options
+from steward.workflows.activity_io import WatchRequest
+from steward.workflows.contracts import (
     Notice,
     Progress,
     RunState,
@@ -24,12 +23,18 @@ from workflows.contracts import (
     WorkerProcess,
     WorkerPulse,
 )
-from workflows.decisions import Anomaly, StandingRules, Triage
-from workflows.eval_run_state import unsupervised, waits_for_commands
-from workflows.options import StewardOptions, live_options, run_settings
-from workflows.policy import settled_logs
-from workflows.rulings import RuleRequest
-from workflows.worker_watch import judge, rulings_waiting, waiting_workers, with_live_progress
+from steward.workflows.options import StewardOptions, live_options, run_settings
+from steward.workflows.policy import decisions, rulings, worker_watch
+from steward.workflows.policy.decisions import Anomaly, StandingRules, Triage
+from steward.workflows.policy.rulings import RuleRequest
+from steward.workflows.policy.run_policy import settled_logs
+from steward.workflows.policy.worker_watch import (
+    judge,
+    rulings_waiting,
+    waiting_workers,
+    with_live_progress,
+)
+from steward.workflows.run.eval_run_state import unsupervised, waits_for_commands
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 LIMITS = WatchLimits(start_timeout=600, unresponsive_after=300, linger_after=60)

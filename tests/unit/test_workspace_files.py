@@ -13,11 +13,15 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.workspace import workflow_id_for, workspace_id
-from activities.workspace_files import append_journal, last_journal_seq, write_workspace
-from workflows import notices
-from workflows.activity_io import WorkspaceWrite
-from workflows.contracts import JournalEvent, RunState, RunStatus
+from steward.activities.workspace.workspace import workflow_id_for, workspace_id
+from steward.activities.workspace.workspace_files import (
+    append_journal,
+    last_journal_seq,
+    write_workspace,
+)
+from steward.workflows.activity_io import WorkspaceWrite
+from steward.workflows.contracts import JournalEvent, RunState, RunStatus
+from steward.workflows.policy import notices
 
 
 def _events(*seqs: int) -> list[JournalEvent]:

@@ -1,0 +1,129 @@
+"""Resolve a definition's tasks with Inspect's capture mode, in a runner process of its own
+(forked from the Steward worker's fork server when it runs there: activities/processes/runner_process.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from steward.activities.definition.sandbox_size import sandbox_size
+from steward.activities.logs.paths import is_url
+from steward.activities.processes.runner_launch import REFUSAL_MARK, capture_steering, runner_launch
+from steward.activities.processes.runner_process import run_runner
+from steward.workflows.activity_io import CaptureRequest
+from steward.workflows.contracts import Capture, TaskSpec
+from steward.workflows.names import Activity
+from steward.workflows.policy.capacity import SandboxSize
+from steward.workflows.prelaunch.preflight import CAPTURE_TIMEOUT_S
+
+
+class DefinitionError(Exception):
+    """The definition cannot be resolved; the message says why, in one sentence."""
+
+
+def _last_error_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def runner_refusal(stderr: str) -> str | None:
+    """The sentence the runner refused the definition with (worker/definition_runner.py)."""
+    refusals = [line for line in stderr.splitlines() if line.startswith(REFUSAL_MARK)]
+    return refusals[-1].removeprefix(REFUSAL_MARK).strip() if refusals else None
+
+
+def sandbox_of(entry: object, workspace: str) -> tuple[str | None, SandboxSize | None]:
+    """A task's sandbox type and size from its sidecar entry: a bare type (older runners) or
+    {"type", "config", "task_dir"}; a task without a directory runs in the workspace."""
+    if isinstance(entry, str):
+        return entry, sandbox_size(entry, None, str(Path(workspace).resolve()))
+    if not isinstance(entry, dict) or not entry.get("type"):
+        return None, None
+    kind = str(entry["type"])
+    config = entry.get("config")
+    if not isinstance(config, str | dict):
+        config = None
+    task_dir = entry.get("task_dir") or str(Path(workspace).resolve())
+    return kind, sandbox_size(kind, config, task_dir)
+
+
+def capture_definition_sync(workspace: str, definition: str) -> Capture:
+    """Run `definition` under INSPECT_EVAL_SET_CAPTURE in `workspace` and read its tasks."""
+    path = Path(workspace) / definition
+    if not path.is_file():
+        raise DefinitionError(
+            f"The definition {path} does not exist; create it or name an existing file."
+        )
+    with tempfile.TemporaryDirectory(prefix="steward-capture-") as scratch:
+        manifest = Path(scratch) / "capture.json"
+        sandboxes_file = Path(scratch) / "sandboxes.json"
+        command, env = runner_launch(definition, capture_steering(manifest, sandboxes_file))
+        stdout, stderr_file = Path(scratch) / "stdout.log", Path(scratch) / "stderr.log"
+        code = run_runner(command, env, workspace, stdout, stderr_file, CAPTURE_TIMEOUT_S)
+        if code is None:
+            raise DefinitionError(
+                f"The definition {definition} did not finish resolving its tasks within "
+                f"{CAPTURE_TIMEOUT_S} s; make sure it does no work before calling eval_set()."
+            )
+        stderr = stderr_file.read_text(errors="replace")
+        if code != 0:
+            refusal = runner_refusal(stderr)
+            if refusal:
+                raise DefinitionError(refusal)
+            raise DefinitionError(
+                f"The definition {definition} failed while resolving its tasks: "
+                f"{_last_error_line(stderr)}"
+            )
+        if not manifest.is_file():
+            raise DefinitionError(
+                f"The definition {definition} ran without calling eval_set(); "
+                "end it with a call to inspect_ai.eval_set(...)."
+            )
+        document = json.loads(manifest.read_text())
+        sandboxes = json.loads(sandboxes_file.read_text()) if sandboxes_file.is_file() else {}
+    options = document.get("options", {})
+    tasks = []
+    for t in document.get("tasks", []):
+        sandbox, size = sandbox_of(sandboxes.get(t["identifier"]), workspace)
+        tasks.append(
+            TaskSpec(
+                name=t["name"],
+                model=t["model"],
+                identifier=t["identifier"],
+                registry_name=t.get("registry_name"),
+                args_hash=t.get("args_hash"),
+                file=t.get("file"),
+                samples=t.get("samples") or 0,
+                epochs=t.get("epochs") or 1,
+                sandbox=sandbox,
+                sandbox_size=size,
+            )
+        )
+    if not tasks:
+        raise DefinitionError(
+            f"The definition {definition} resolved no tasks; pass eval_set() at least one."
+        )
+    log_dir = options.get("log_dir")
+    if log_dir and not is_url(log_dir):
+        log_dir = str((Path(workspace) / log_dir).resolve())
+    return Capture(
+        tasks=tasks,
+        log_dir=log_dir,
+        max_samples=options.get("max_samples"),
+        max_sandboxes=options.get("max_sandboxes"),
+        max_tasks=options.get("max_tasks"),
+        cpus=os.cpu_count() or 1,
+    )
+
+
+@activity.defn(name=Activity.CAPTURE_DEFINITION)
+def capture_definition(request: CaptureRequest) -> Capture:
+    try:
+        return capture_definition_sync(request.workspace, request.definition)
+    except DefinitionError as err:
+        raise ApplicationError(str(err), type="DefinitionError", non_retryable=True) from err

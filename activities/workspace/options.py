@@ -1,0 +1,196 @@
+"""Load a workspace's options: `_steward.yaml` > `STEWARD_<OPTION>` > `.env` > default.
+
+Through pydantic-settings; every refusal is one sentence naming the option, where it was
+set and what is allowed. A `.env` line python-dotenv cannot read, and a `notification` entry
+Apprise cannot send to, are refused too, rather than dropped when they are first needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources import InitSettingsSource
+from temporalio import activity
+
+from steward.activities.logs.paths import is_url
+from steward.activities.workspace.dotenv_files import dotenv_chain, dotenv_problem
+from steward.workflows.activity_io import LiveOptions, LiveOptionsRequest
+from steward.workflows.names import Activity
+from steward.workflows.options import StewardOptions, live_options
+
+OPTIONS_FILE = "_steward.yaml"
+ENV_PREFIX = "STEWARD_"
+
+
+class OptionsError(Exception):
+    """A bad option value or file; the message is the one sentence a user sees."""
+
+
+def read_options_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise OptionsError(f"{path} is not valid YAML{where}; fix the syntax there.") from err
+    if not isinstance(document, dict):
+        raise OptionsError(
+            f"{path} must be a mapping of option: value, not a {type(document).__name__}."
+        )
+    allowed = list(StewardOptions.model_fields)
+    for key in document:
+        if key not in allowed:
+            raise OptionsError(
+                f"Unknown option '{key}' in {path}; allowed options are: {', '.join(allowed)}."
+            )
+    return document
+
+
+def _describe_allowed(error: dict) -> str:
+    message = error.get("msg", "invalid value").removeprefix("Value error, ")
+    message = message.removeprefix("Input should be ")
+    if message.startswith(("greater", "less")):
+        message = "a number " + message
+    return message
+
+
+def load_options(workspace: Path) -> StewardOptions:
+    """Resolve the workspace's options or raise OptionsError."""
+    workspace = workspace.resolve()
+    options_path = workspace / OPTIONS_FILE
+    from_file = read_options_file(options_path)
+    dotenvs = dotenv_chain(workspace)
+    for env_file in dotenvs:
+        problem = dotenv_problem(env_file)
+        if problem:
+            raise OptionsError(problem)
+
+    class WorkspaceOptions(StewardOptions, BaseSettings):
+        model_config = SettingsConfigDict(
+            env_prefix=ENV_PREFIX,
+            env_file=tuple(dotenvs) or None,
+            extra="ignore",
+            enable_decoding=False,  # our validators read "10m", "[40, 300]", "a,b" themselves
+            frozen=True,
+        )
+
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (InitSettingsSource(settings_cls, from_file), env_settings, dotenv_settings)
+
+    try:
+        loaded = WorkspaceOptions()
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = str(first["loc"][0]) if first.get("loc") else "?"
+        raise OptionsError(
+            f"Option '{key}' {_where(key, from_file, options_path, dotenvs)} is not allowed: "
+            f"expected {_describe_allowed(first)}."
+        ) from err
+    # Already validated: copy the values over without re-reading durations as bare numbers.
+    values = loaded.model_dump()
+    for key in LOCATIONS:
+        values[key] = anchored(values[key], workspace)
+    values["notification"] = _anchored_notification(values["notification"], workspace)
+    problem = _unsendable_notification(values["notification"])
+    if problem:
+        where = _where("notification", from_file, options_path, dotenvs)
+        raise OptionsError(f"Option 'notification' {where} {problem}")
+    return StewardOptions.model_construct(**values)
+
+
+def _anchored_notification(value: str | list[str] | None, workspace: Path) -> Any:
+    """An Apprise config file named by a relative path is the workspace's, as for locations."""
+    if isinstance(value, list):
+        return [_anchored_notification(entry, workspace) for entry in value]
+    if not value or is_url(value):
+        return value
+    return str(workspace / Path(value).expanduser())
+
+
+def _unsendable_notification(value: str | list[str] | None) -> str | None:
+    """The end of the sentence refusing an entry Apprise cannot send to, or None. Apprise
+    itself decides, as delivery will (activities/workspace/notify.py); the entry is named by its place,
+    never echoed: its URL may carry a token."""
+    if not value:
+        return None
+    import apprise
+
+    logging.getLogger("apprise").setLevel(logging.CRITICAL)  # it would log the URL
+    entries = [value] if isinstance(value, str) else value
+    for position, entry in enumerate(entries, start=1):
+        if not is_url(entry) and Path(entry).is_file():
+            usable = apprise.AppriseConfig().add(entry)
+        else:
+            usable = apprise.Apprise().add(entry)
+        if not usable:
+            which = f"entry {position} of {len(entries)}" if len(entries) > 1 else "its value"
+            return (
+                f"is not allowed: {which} is neither an Apprise URL nor an Apprise config file; "
+                "check its scheme and fields against Apprise's list of services."
+            )
+    return None
+
+
+LOCATIONS = ("log_root", "log_store", "sync")  # options naming a place for logs or files
+
+
+def anchored(location: str | None, workspace: Path) -> str | None:
+    """A relative local path is the workspace's (the CLI and the worker run in different
+    directories); URLs, absolute paths and `flow:auto` stay as written."""
+    if not location or is_url(location):
+        return location
+    if location.startswith("flow:"):
+        rest = location.removeprefix("flow:")
+        return location if rest in ("", "auto") else "flow:" + str(anchored(rest, workspace))
+    path = Path(location).expanduser()
+    return str(path if path.is_absolute() else workspace / path)
+
+
+def _where(key: str, from_file: dict, options_path: Path, dotenvs: list[Path]) -> str:
+    if key in from_file:
+        return f"in {options_path}"
+    variable = ENV_PREFIX + key.upper()
+    if variable in os.environ:
+        return f"(environment variable {variable})"
+    for env_file in reversed(dotenvs):
+        if variable in env_file.read_text():
+            return f"({variable} in {env_file})"
+    return "(default)"
+
+
+@activity.defn(name=Activity.READ_LIVE_OPTIONS)
+def read_ramp_settings(request: LiveOptionsRequest) -> LiveOptions:
+    """The ramp range as the workspace says now (a live run follows edits at its next tend).
+    An option file broken mid-run keeps the last good range and says why."""
+    try:
+        options = load_options(Path(request.workspace))
+    except OptionsError as err:
+        return LiveOptions(problem=str(err))
+    return live_options(options, definition_hash(Path(request.workspace), request.definition))
+
+
+def definition_hash(workspace: Path, definition: str | None) -> str | None:
+    """The definition file's content hash (None when it is unnamed or unreadable)."""
+    if not definition:
+        return None
+    try:
+        return hashlib.sha256((workspace / definition).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None

@@ -1,0 +1,152 @@
+"""CapacityLedger: one long-lived workflow per capacity domain (a Docker host, a namespace).
+
+It holds the strict-FIFO queue of waiting runs and the reservations of running ones. Runs ask
+it through the `admit` update (their admission activity probes first and brings the reading);
+they give capacity back with the `release` signal, which pumps the head of the queue at once:
+the ledger signals the admitted run, which spawns on that signal. A slow periodic re-probe
+covers capacity freed outside Steward.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from steward.workflows.names import Activity, Signal, WorkflowType
+    from steward.workflows.policy import capacity
+    from steward.workflows.policy.capacity import (
+        Admission,
+        AdmitRequest,
+        Ledger,
+        LedgerInput,
+        LedgerView,
+        ProbeReading,
+        ProbeRequest,
+        Release,
+    )
+
+REPROBE_INTERVAL = timedelta(minutes=5)
+
+
+@workflow.defn(name=WorkflowType.CAPACITY_LEDGER)
+class CapacityLedger:
+    @workflow.init
+    def __init__(self, start: LedgerInput) -> None:
+        self._ledger = start.ledger or Ledger(domain=start.domain)
+        self._to_signal: list[tuple[str, Admission]] = []
+        self._wake = False
+        self._log: list[str] = list(start.log)
+
+    @workflow.run
+    async def run(self, start: LedgerInput) -> None:
+        while True:
+            await self._signal_admitted()
+            self._wake = False
+            try:
+                await workflow.wait_condition(
+                    lambda: self._wake or bool(self._to_signal) or self._history_full(),
+                    timeout=REPROBE_INTERVAL if self._ledger.queue else None,
+                )
+            except TimeoutError:
+                await self._reprobe()
+            if self._history_full() and not self._to_signal:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(
+                    LedgerInput(
+                        domain=self._ledger.domain, ledger=self._ledger, log=self._log[-20:]
+                    )
+                )
+
+    @staticmethod
+    def _history_full() -> bool:
+        return workflow.info().is_continue_as_new_suggested()
+
+    # ---------------------------------------------------------------- commands
+    @workflow.update
+    def admit(self, request: AdmitRequest) -> Admission:
+        reading = request.reading
+        if capacity.note_reading(self._ledger, reading) and reading is not None:
+            self._note(f"bound {reading.limits} from {reading.source}")
+        self._pump()  # a changed bound may let those ahead in first
+        return capacity.admit(
+            self._ledger, request.model_copy(update={"reading": None}), workflow.now()
+        )
+
+    @admit.validator
+    def _validate_admit(self, request: AdmitRequest) -> None:
+        if not request.run_id:
+            raise ApplicationError("An admission needs the run's id.")
+
+    @workflow.signal(name=Signal.RELEASE)
+    def release(self, request: Release) -> None:
+        if capacity.release(self._ledger, request):
+            capacity.forget_observed(self._ledger)
+        self._pump()
+
+    @workflow.signal(name=Signal.WITHDRAW)
+    def withdraw(self, request: Release) -> None:
+        """A run cancelled or deleted while queued leaves the queue (and anything it held)."""
+        capacity.withdraw(self._ledger, request.run_id)
+        if capacity.release(self._ledger, Release(run_id=request.run_id)):
+            capacity.forget_observed(self._ledger)
+        self._pump()
+
+    @workflow.query
+    def view(self) -> LedgerView:
+        ledger = self._ledger
+        return LedgerView(
+            ledger=ledger,
+            positions={e.run_id: i + 1 for i, e in enumerate(ledger.queue)},
+            reasons={e.run_id: capacity.queue_reason(ledger, e.run_id) for e in ledger.queue},
+            reserved=capacity.reserved(ledger),
+            log=self._log[-20:],
+        )
+
+    # ---------------------------------------------------------------- steps
+    def _pump(self) -> None:
+        for entry in capacity.pump(self._ledger, workflow.now()):
+            held = self._ledger.reservations[entry.run_id].footprint.resources
+            self._to_signal.append(
+                (entry.run_id, Admission(granted=True, reason="pumped", resources=held))
+            )
+        self._wake = True
+
+    async def _signal_admitted(self) -> None:
+        while self._to_signal:
+            run_id, admission = self._to_signal.pop(0)
+            try:
+                await workflow.get_external_workflow_handle(run_id).signal(
+                    Signal.ADMITTED, admission
+                )
+            except Exception:  # noqa: BLE001 - the run is gone: its place goes to the next
+                capacity.release(self._ledger, Release(run_id=run_id))
+                self._note(f"{run_id} ended before it was admitted; its capacity passes on")
+                self._pump()
+
+    async def _reprobe(self) -> None:
+        """Capacity freed outside Steward shows only in a probe: look again, slowly."""
+        ledger = self._ledger
+        if not ledger.host_queue or not ledger.probe:
+            return
+        try:
+            reading: ProbeReading = await workflow.execute_activity(
+                Activity.PROBE_CAPACITY,
+                ProbeRequest(**ledger.probe),
+                task_queue=ledger.host_queue,
+                result_type=ProbeReading,
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_attempts=2),
+            )
+        except ActivityError:
+            return
+        if capacity.note_reading(ledger, reading):
+            self._note(f"bound {reading.limits} from {reading.source}")
+        self._pump()
+
+    def _note(self, line: str) -> None:
+        self._log.append(f"{workflow.now().isoformat(timespec='seconds')} {line}")
+        workflow.logger.info(line)

@@ -1,0 +1,441 @@
+"""Triage and decisions: anomalies grouped into classes, decisions raised on them, rulings
+validated and turned into actions, standing rules applied. Pure: no I/O, no clocks (the caller
+passes `now`), so the workflow decides with it and the tests check it without Temporal.
+
+A class moves open -> proposed -> ruled -> resolved (its actions applied) or accepted (accept /
+dismiss, nothing to apply), or healed: every sample in it completed cleanly when its task resumed
+(workflows/policy/healing.py). Each class has at most one open decision at a time.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["agent", "operator"]
+AnomalyKind = Literal[
+    "sample_error",  # a sample errored
+    "rerun_failed",  # a sample re-run by a ruling errored again
+    "all_zero",  # a complete task scored zero on every sample
+    "scan_finding",  # the scoring-integrity scan flagged a transcript
+    "stuck_sample",  # no activity for stuck_after
+    "stalled_task",  # given up after stall_after fruitless respawns
+    "approval",  # a tool call waiting for a human
+    "cost_cap",  # the run's LLM cost crossed its cap (the run is paused)
+    "hung_worker",  # a live worker showed no sign of life (start_timeout, unresponsive_after)
+]
+ClassState = Literal["open", "proposed", "ruled", "resolved", "accepted", "healed"]
+
+SAMPLE_VERDICTS = ["rerun", "exclude", "zero", "score", "accept", "dismiss"]
+VERDICTS: dict[str, list[str]] = {
+    "sample_error": SAMPLE_VERDICTS,
+    "rerun_failed": SAMPLE_VERDICTS,
+    "scan_finding": SAMPLE_VERDICTS,
+    "all_zero": ["rerun", "accept", "dismiss"],
+    "stuck_sample": ["cancel_tool", "retry", "cancel", "dismiss"],
+    "stalled_task": ["retry", "give_up"],
+    "approval": ["approve", "reject", "terminate"],
+    "cost_cap": ["continue", "cancel"],
+    "hung_worker": ["restart", "wait"],
+}
+# Kinds an agent proposes on and the operator rules; the rest are the operator's alone.
+PROPOSABLE = {"sample_error", "scan_finding", "all_zero"}
+# Verdicts that change a log, per instance: they wait until the task's log is final.
+LOG_VERDICTS = {"rerun", "exclude", "zero"}
+EDITS = {"exclude", "zero"}  # score edits, re-applied when a task's log is replaced
+# Verdicts that act on a live worker or a waiting approval.
+LIVE_VERDICTS = {"cancel_tool", "retry", "cancel", "approve", "reject", "terminate"}
+
+
+def needs_effect(kind: str, verdict: str) -> bool:
+    """Whether a verdict is carried out by an activity (else it is recorded, or the workflow
+    itself applies it: a stalled task's retry / give up)."""
+    return kind not in ("stalled_task", "hung_worker") and verdict in LOG_VERDICTS | LIVE_VERDICTS
+
+
+def state_after(kind: str, verdict: str) -> ClassState:
+    if verdict in ("accept", "dismiss"):
+        return "accepted"
+    return "ruled" if needs_effect(kind, verdict) else "resolved"
+
+
+class Anomaly(BaseModel):
+    """One problem a tend observed (an activity reports these; the policy groups them)."""
+
+    kind: AnomalyKind
+    task: str  # task identifier
+    task_name: str
+    sample_id: str | None = None
+    epoch: int | None = None
+    uuid: str | None = None  # what makes this occurrence itself: sample uuid, approval id, ...
+    log: str | None = None
+    error_type: str | None = None
+    frame: str | None = None  # deepest meaningful frame, "pkg/module.py:function"
+    detail: str = ""  # message, explanation, tool arguments (truncated)
+    tool: str | None = None  # stuck tool call / approval tool
+    scanner: str | None = None
+    worker: str | None = None  # hung_worker: the worker id
+    cause: str | None = None  # stalled_task: what its last dead worker said (an exception line)
+
+    @property
+    def sample_ref(self) -> str:
+        return f"{self.task}#{self.sample_id}@{self.epoch}"
+
+    @property
+    def key(self) -> str:
+        """What makes an occurrence itself: the same errored sample (uuid) read again — after a
+        restart, or from the log a re-run supersedes — is the same instance."""
+        kind = "sample_error" if self.kind == "rerun_failed" else self.kind
+        return f"{kind}/{self.sample_ref}/{self.uuid or ''}"
+
+    @property
+    def sample_key(self) -> str:
+        """`key` for runs that count each (id, epoch) once: an errored sample read again from
+        a resumed task's newer log (another uuid) is the same instance; a re-run that fails
+        again is a new one (its uuid)."""
+        if self.kind == "sample_error":
+            return f"sample_error/{self.sample_ref}"
+        if self.kind == "rerun_failed":
+            return f"rerun_failed/{self.sample_ref}/{self.uuid or ''}"
+        return self.key
+
+
+class Ruling(BaseModel):
+    verdict: str
+    reason: str = ""
+    by: str = ""
+    role: Role = "operator"
+    at: datetime | None = None
+    standing: str | None = None  # the standing rule that made it, when one did
+
+
+class Instance(BaseModel):
+    key: str
+    anomaly: Anomaly
+    applied: str | None = None  # verdict whose effect is done for it
+    applied_log: str | None = None  # the log the effect was written into
+
+
+class ErrorClass(BaseModel):
+    id: str
+    kind: AnomalyKind
+    signature: str
+    title: str
+    instances: list[Instance] = Field(default_factory=list)
+    state: ClassState = "open"
+    proposal: Ruling | None = None
+    ruling: Ruling | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.state in ("resolved", "accepted", "healed")
+
+
+class Decision(BaseModel):
+    id: str
+    class_id: str
+    kind: AnomalyKind
+    owner: Role
+    verdicts: list[str]
+    question: str
+    raised_at: datetime
+    raised_tend: int
+    routed: bool = False  # an agent's item routed to the operator too (no agent looked)
+    notified: bool = False
+    answer: Ruling | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.answer is None
+
+    @property
+    def for_operator(self) -> bool:
+        return self.owner == "operator" or self.routed
+
+
+class StandingRules(BaseModel):
+    preauthorized: dict[str, str] = Field(default_factory=dict)  # class pattern -> verdict
+    stuck_cancel: bool | list[str] = False
+    policies: list[str] = Field(default_factory=list)
+
+
+class Triage(BaseModel):
+    """The decision side of a run's state."""
+
+    classes: list[ErrorClass] = Field(default_factory=list)
+    decisions: list[Decision] = Field(default_factory=list)
+    decision_counter: int = 0
+    last_collect_tend: int | None = None  # tend count when an agent last collected
+    reruns: dict[str, str] = Field(default_factory=dict)  # sample_ref -> class id it was re-run by
+
+    def find_class(self, class_id: str) -> ErrorClass | None:
+        return next((c for c in self.classes if c.id == class_id), None)
+
+    def find_decision(self, decision_id: str) -> Decision | None:
+        return next((d for d in self.decisions if d.id == decision_id), None)
+
+    def open_decisions(self) -> list[Decision]:
+        return [d for d in self.decisions if d.open]
+
+
+# ---------------------------------------------------------------- signatures
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>\S+)')
+# Plumbing between the code that failed and the code that reported it: never "meaningful".
+_PLUMBING = ("/asyncio/", "/anyio/", "/tenacity/", "/concurrent/", "/sniffio/", "/exceptiongroup/")
+
+
+def _is_stdlib(path: str) -> bool:
+    return "/lib/python3" in path and "-packages/" not in path
+
+
+def frame_label(path: str) -> str:
+    """A frame's file without the machine: after site-packages, else its last two parts."""
+    if "-packages/" in path:
+        return path.split("-packages/", 1)[1]
+    return "/".join(path.replace("\\", "/").split("/")[-2:])
+
+
+def deepest_frame(traceback: str) -> str | None:
+    frames = [
+        (m["path"], m["func"])
+        for m in _FRAME.finditer(traceback)
+        if not _is_stdlib(m["path"]) and not any(p in m["path"] for p in _PLUMBING)
+    ]
+    if not frames:
+        return None
+    path, func = frames[-1]
+    return f"{frame_label(path)}:{func}"
+
+
+def error_type_of(traceback: str, message: str) -> str:
+    """The exception's class name (without its module) from the traceback's last line."""
+    for text in (traceback, message):
+        lines = [ln.strip(" |+-") for ln in text.strip().splitlines() if ln.strip(" |+-")]
+        if lines:
+            head = lines[-1].split(":", 1)[0].strip()
+            if re.fullmatch(r"[\w.]+", head):
+                return head.rsplit(".", 1)[-1]
+    return "Error"
+
+
+# What a sample's error says when the sample did not fail but its worker stopped under it: the
+# process was killed, interrupted or cancelled, and Inspect's recovery of the crashed log wrote
+# the sample in flight as cancelled. A resumed task runs it again.
+INTERRUPTIONS = ("CancelledError", "KeyboardInterrupt", "SystemExit")
+_RECOVERY_NOTES = ("recovered from crashed eval", "terminated by operator during recovery")
+
+
+def is_interruption(error_type: str, message: str, traceback: str = "") -> bool:
+    """Whether a sample's error is its worker's own end rather than the sample failing."""
+    text = f"{message}\n{traceback}"
+    return error_type in INTERRUPTIONS or any(note in text for note in _RECOVERY_NOTES)
+
+
+def signature_of(anomaly: Anomaly) -> str:
+    """The stable grouping key: what went wrong and where, never line numbers or free text."""
+    match anomaly.kind:
+        case "sample_error" | "rerun_failed":
+            return f"{anomaly.kind}:{anomaly.error_type or 'Error'}@{anomaly.frame or '?'}"
+        case "scan_finding":
+            return f"scan_finding:{anomaly.scanner}"
+        case "stuck_sample":
+            return f"stuck_sample:{anomaly.tool or 'model'}"
+        case "all_zero" | "stalled_task":
+            return f"{anomaly.kind}:{anomaly.task}"
+        case "approval":
+            return f"approval:{anomaly.uuid}"
+        case "cost_cap":
+            return "cost_cap"
+        case "hung_worker":
+            return f"hung_worker:{anomaly.task}"
+    raise ValueError(anomaly.kind)
+
+
+def class_id_of(signature: str) -> str:
+    return "c-" + hashlib.sha1(signature.encode()).hexdigest()[:8]
+
+
+def title_of(anomaly: Anomaly) -> str:
+    match anomaly.kind:
+        case "sample_error":
+            return f"{anomaly.error_type} in {anomaly.frame or 'unknown frame'}"
+        case "rerun_failed":
+            return f"re-run failed again: {anomaly.error_type} in {anomaly.frame or '?'}"
+        case "scan_finding":
+            return f"scan `{anomaly.scanner}` flagged transcripts"
+        case "stuck_sample":
+            return f"samples stuck in {anomaly.tool or 'a model call'}"
+        case "all_zero":
+            return f"{anomaly.task_name}: every sample scored zero"
+        case "stalled_task" if anomaly.cause:
+            return f"{anomaly.task_name}: its workers die with {anomaly.cause}"
+        case "stalled_task":
+            return f"{anomaly.task_name}: given up after repeated worker deaths"
+        case "approval":
+            return f"{anomaly.task_name} sample {anomaly.sample_id} asks to run `{anomaly.tool}`"
+        case "cost_cap":
+            return f"the run is paused: {anomaly.detail}"
+        case "hung_worker":
+            return f"{anomaly.task_name}: {anomaly.detail}"
+    raise ValueError(anomaly.kind)
+
+
+# ---------------------------------------------------------------- grouping
+class TriageOutcome(BaseModel):
+    new_classes: list[str] = Field(default_factory=list)
+    new_instances: dict[str, int] = Field(default_factory=dict)  # class id -> count
+    raised: list[str] = Field(default_factory=list)  # decision ids
+    standing: list[str] = Field(default_factory=list)  # class ids ruled by a standing rule
+
+
+def absorb(
+    triage: Triage,
+    anomalies: list[Anomaly],
+    rules: StandingRules,
+    *,
+    now: datetime,
+    tend: int,
+    by_sample: bool = False,
+) -> TriageOutcome:
+    """Group anomalies into classes (in place); raise decisions for what needs judgement.
+
+    An anomaly seen before (same key) adds nothing, so a restart never double-counts. A sample
+    that errors again after a rerun ruling is a `rerun_failed` anomaly: the operator decides.
+    `by_sample` counts each errored (id, epoch) once, whichever log it was read from.
+    """
+    outcome = TriageOutcome()
+    known = {i.key for c in triage.classes for i in c.instances}
+    # The errored run a rerun replaced is still in the log until the rerun lands: not new.
+    seen_runs = {
+        (i.anomaly.sample_ref, i.anomaly.uuid) for c in triage.classes for i in c.instances
+    }
+    for anomaly in anomalies:
+        if anomaly.kind == "sample_error" and anomaly.sample_ref in triage.reruns:
+            anomaly = anomaly.model_copy(update={"kind": "rerun_failed"})
+            if by_sample and (anomaly.sample_ref, anomaly.uuid) in seen_runs:
+                continue
+        key = anomaly.sample_key if by_sample else anomaly.key
+        if key in known:
+            continue
+        known.add(key)
+        signature = signature_of(anomaly)
+        cls = triage.find_class(class_id_of(signature))
+        if cls is None:
+            cls = ErrorClass(
+                id=class_id_of(signature),
+                kind=anomaly.kind,
+                signature=signature,
+                title=title_of(anomaly),
+            )
+            triage.classes.append(cls)
+            outcome.new_classes.append(cls.id)
+        cls.instances.append(Instance(key=key, anomaly=anomaly))
+        if cls.kind == "cost_cap":
+            cls.title = title_of(anomaly)  # the figures of this crossing, not the first's
+        outcome.new_instances[cls.id] = outcome.new_instances.get(cls.id, 0) + 1
+        if cls.state == "healed":  # it errs again: as it stood before it healed
+            cls.state = "open" if cls.ruling is None else state_after(cls.kind, cls.ruling.verdict)
+        if cls.settled and _asks_again(cls):
+            cls.state, cls.ruling = "open", None
+        elif cls.settled and cls.ruling is not None:
+            # A ruled class rules its later instances too: back to "ruled" until applied.
+            if needs_effect(cls.kind, cls.ruling.verdict):
+                cls.state = "ruled"
+
+    for cls in triage.classes:
+        if cls.id not in outcome.new_instances or cls.ruling is not None:
+            continue
+        verdict = standing_verdict(cls, rules)
+        if verdict is not None:
+            cls.ruling = Ruling(
+                verdict=verdict, by="standing rules", at=now, standing="preauthorized"
+            )
+            cls.state = state_after(cls.kind, verdict)
+            outcome.standing.append(cls.id)
+            for decision in triage.decisions:
+                if decision.class_id == cls.id and decision.open:
+                    decision.answer = cls.ruling
+            continue
+        if not any(d.class_id == cls.id and d.open for d in triage.decisions):
+            outcome.raised.append(raise_decision(triage, cls, rules, now=now, tend=tend).id)
+    return outcome
+
+
+def _asks_again(cls: ErrorClass) -> bool:
+    """A task stalled again after a retry, or a sample stuck again after a retry or cancel, is
+    asked about again (repeating the verdict unasked could loop forever); a cancelled stuck
+    tool call is not."""
+    if cls.kind in ("stalled_task", "cost_cap", "hung_worker"):
+        return True
+    return cls.kind == "stuck_sample" and (
+        cls.ruling is None or cls.ruling.verdict != "cancel_tool"
+    )
+
+
+def standing_verdict(cls: ErrorClass, rules: StandingRules) -> str | None:
+    """The preauthorized verdict for a class, if a pattern names its signature or title."""
+    if cls.kind not in VERDICTS or cls.kind in (
+        "approval",
+        "stalled_task",
+        "cost_cap",
+        "hung_worker",
+    ):
+        return None
+    for pattern, verdict in rules.preauthorized.items():
+        if verdict not in VERDICTS[cls.kind]:
+            continue
+        if any(fnmatch.fnmatchcase(text, pattern) for text in (cls.signature, cls.title, cls.id)):
+            return verdict
+    return None
+
+
+def stuck_cancel_allowed(rules: StandingRules, tool: str | None) -> bool:
+    if tool is None:
+        return False
+    if isinstance(rules.stuck_cancel, bool):
+        return rules.stuck_cancel
+    return tool in rules.stuck_cancel
+
+
+def _owner(cls: ErrorClass, rules: StandingRules) -> Role:
+    if cls.kind in PROPOSABLE and cls.state == "open":
+        return "agent"
+    if cls.kind == "stuck_sample" and stuck_cancel_allowed(rules, cls.instances[0].anomaly.tool):
+        return "agent"
+    return "operator"
+
+
+def _question(cls: ErrorClass) -> str:
+    count = len(cls.instances)
+    if cls.state == "proposed" and cls.proposal is not None:
+        proposal = cls.proposal
+        return (
+            f"Rule on {cls.title} ({count} instance(s)); proposed {proposal.verdict} by "
+            f"{proposal.by or 'the agent'}" + (f": {proposal.reason}" if proposal.reason else "")
+        )
+    if cls.kind in PROPOSABLE:
+        return f"Propose what to do about {cls.title} ({count} instance(s))."
+    return f"Decide: {cls.title}."
+
+
+def raise_decision(
+    triage: Triage, cls: ErrorClass, rules: StandingRules, *, now: datetime, tend: int
+) -> Decision:
+    triage.decision_counter += 1
+    decision = Decision(
+        id=f"d-{triage.decision_counter}",
+        class_id=cls.id,
+        kind=cls.kind,
+        owner=_owner(cls, rules),
+        verdicts=list(VERDICTS[cls.kind]),
+        question=_question(cls),
+        raised_at=now,
+        raised_tend=tend,
+    )
+    triage.decisions.append(decision)
+    return decision

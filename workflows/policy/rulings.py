@@ -1,0 +1,222 @@
+"""Rulings, pure: a verdict on a decision validated and recorded, what a ruling asks to be done
+to the logs or the live run (actions, carried out by activities/logs/rulings.py), and what still
+stands between a run and its signoff. The classes and decisions themselves are decisions.py's.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel
+
+from steward.workflows.policy.decisions import (
+    EDITS,
+    LOG_VERDICTS,
+    PROPOSABLE,
+    Anomaly,
+    Role,
+    Ruling,
+    StandingRules,
+    Triage,
+    needs_effect,
+    raise_decision,
+    state_after,
+)
+
+
+# ---------------------------------------------------------------- rulings
+class RuleRequest(BaseModel):
+    decision_id: str
+    verdict: str
+    reason: str = ""
+    by: str = ""
+    role: Role = "operator"
+
+
+class RuleResult(BaseModel):
+    decision_id: str
+    class_id: str
+    verdict: str
+    effect: Literal["proposed", "ruled"]
+    raised: str | None = None  # the operator decision a proposal raised
+
+
+def rule_problem(triage: Triage, request: RuleRequest, rules: StandingRules) -> str | None:
+    """Why a ruling is refused (one sentence), or None when it may be applied."""
+    decision = triage.find_decision(request.decision_id)
+    if decision is None:
+        known = ", ".join(d.id for d in triage.open_decisions()) or "none"
+        return f"No decision {request.decision_id!r}; open decisions: {known}."
+    if not decision.open:
+        return (
+            f"Decision {decision.id} was already answered ({decision.answer.verdict} by "  # type: ignore[union-attr]
+            f"{decision.answer.by or 'someone'}); nothing changed."  # type: ignore[union-attr]
+        )
+    if request.verdict not in decision.verdicts:
+        return (
+            f"{request.verdict!r} is not a verdict for decision {decision.id}; "
+            f"allowed: {', '.join(decision.verdicts)}."
+        )
+    if request.role == "agent" and decision.owner == "operator":
+        return (
+            f"Decision {decision.id} is the operator's to rule; an agent may not "
+            f"(ask the operator, or propose on an agent decision)."
+        )
+    if request.role == "agent" and decision.kind == "stuck_sample":
+        if request.verdict != "cancel_tool":
+            return f"An agent may only cancel_tool on {decision.id}; {request.verdict} is the operator's."
+    return None
+
+
+def apply_rule(
+    triage: Triage, request: RuleRequest, rules: StandingRules, *, now: datetime, tend: int
+) -> RuleResult:
+    """Apply a validated ruling (in place). An agent's verdict on a proposable class is a
+    proposal that raises the operator's decision; everything else rules the class."""
+    decision = triage.find_decision(request.decision_id)
+    assert decision is not None
+    cls = triage.find_class(decision.class_id)
+    assert cls is not None
+    ruling = Ruling(
+        verdict=request.verdict, reason=request.reason, by=request.by, role=request.role, at=now
+    )
+    decision.answer = ruling
+    if request.role == "agent" and cls.kind in PROPOSABLE:
+        cls.proposal, cls.state = ruling, "proposed"
+        raised = raise_decision(triage, cls, rules, now=now, tend=tend)
+        return RuleResult(
+            decision_id=decision.id,
+            class_id=cls.id,
+            verdict=request.verdict,
+            effect="proposed",
+            raised=raised.id,
+        )
+    cls.ruling = ruling
+    cls.state = state_after(cls.kind, request.verdict)
+    for other in triage.decisions:  # one answer closes the class's other open items
+        if other.class_id == cls.id and other.open:
+            other.answer = ruling
+    return RuleResult(
+        decision_id=decision.id, class_id=cls.id, verdict=request.verdict, effect="ruled"
+    )
+
+
+# ---------------------------------------------------------------- actions
+class Action(BaseModel):
+    """One effect a ruling asks for, for the apply activity."""
+
+    class_id: str
+    instance: str  # instance key
+    verdict: str
+    anomaly: Anomaly
+    by: str
+    reason: str
+
+
+def pending_actions(triage: Triage, settled_logs: dict[str, str]) -> list[Action]:
+    """The effects ruled but not yet done. Log edits wait until the task's log is final
+    (`settled_logs`: task identifier -> its final log; a running task is absent); an exclusion
+    or zero re-applies when the sample's task got a newer log since."""
+    actions = []
+    for cls in triage.classes:
+        ruling = cls.ruling
+        if ruling is None or not needs_effect(cls.kind, ruling.verdict):
+            continue
+        # A resolved exclusion or zero is looked at again: its task may have a newer log now.
+        if cls.state != "ruled" and not (cls.state == "resolved" and ruling.verdict in EDITS):
+            continue
+        for instance in cls.instances:
+            anomaly = instance.anomaly
+            if ruling.verdict in LOG_VERDICTS:
+                log = settled_logs.get(anomaly.task)
+                if log is None:
+                    continue
+                if instance.applied == ruling.verdict and (
+                    ruling.verdict == "rerun" or instance.applied_log == log
+                ):
+                    continue
+                anomaly = anomaly.model_copy(update={"log": log})
+            elif instance.applied == ruling.verdict:
+                continue
+            actions.append(
+                Action(
+                    class_id=cls.id,
+                    instance=instance.key,
+                    verdict=ruling.verdict,
+                    anomaly=anomaly,
+                    by=ruling.by,
+                    reason=ruling.reason,
+                )
+            )
+    return actions
+
+
+def mark_applied(triage: Triage, done: list[Action], skipped: list[Action] | None = None) -> None:
+    """Record done effects (in place); a class whose instances are all done is resolved.
+    `skipped` effects count as done for their class, but nothing was re-run."""
+    rerun = {a.instance for a in done if a.verdict == "rerun"}
+    for action in [*done, *(skipped or [])]:
+        cls = triage.find_class(action.class_id)
+        if cls is None:
+            continue
+        for instance in cls.instances:
+            if instance.key == action.instance:
+                instance.applied, instance.applied_log = action.verdict, action.anomaly.log
+        if action.instance in rerun:
+            triage.reruns[action.anomaly.sample_ref] = cls.id
+    for cls in triage.classes:
+        if cls.state == "ruled" and cls.ruling is not None:
+            if all(i.applied == cls.ruling.verdict for i in cls.instances):
+                cls.state = "resolved"
+
+
+# ---------------------------------------------------------------- routing and blockers
+def route_unattended(triage: Triage, tend: int) -> list[str]:
+    """If no agent collected during the last two tends, the agent's open items go to the
+    operator too. Returns the ids newly routed."""
+    looked = triage.last_collect_tend
+    routed = []
+    for decision in triage.open_decisions():
+        if decision.owner != "agent" or decision.routed:
+            continue
+        since = max(decision.raised_tend, looked or 0)
+        if tend - since >= 2:
+            decision.routed = True
+            routed.append(decision.id)
+    return routed
+
+
+def signoff_blockers(
+    triage: Triage,
+    *,
+    open_tasks: list[str],
+    unscanned: bool,
+    scan_problem: str | None,
+    settled_logs: dict[str, str] | None = None,
+    waiting_for: list[str] | None = None,
+) -> list[str]:
+    """Why the run cannot be signed off yet (`waiting_for`: the live workers ruled log edits
+    wait for, as people should read them)."""
+    blockers = []
+    if open_tasks:
+        blockers.append(f"tasks not complete or settled: {', '.join(open_tasks)}")
+    unruled = [c.id for c in triage.classes if c.state in ("open", "proposed")]
+    if unruled:
+        blockers.append(f"error classes not ruled: {', '.join(unruled)}")
+    open_items = [d.id for d in triage.open_decisions()]
+    if open_items:
+        blockers.append(f"decisions open: {', '.join(open_items)}")
+    unapplied = {c.id for c in triage.classes if c.state == "ruled"}
+    unapplied |= {a.class_id for a in pending_actions(triage, settled_logs or {})}
+    if unapplied:
+        blockers.append(
+            f"rulings not yet applied: {', '.join(sorted(unapplied))}"
+            + (f" (waiting for {'; '.join(waiting_for)} to exit)" if waiting_for else "")
+        )
+    if unscanned:
+        blockers.append(
+            "transcripts not scanned yet"
+            + (f" (last attempt: {scan_problem})" if scan_problem else "")
+        )
+    return blockers

@@ -1,0 +1,127 @@
+"""Admission and release: the run asks its capacity domain's ledger before anything spawns
+(launch, resume after a rerun, escalation when the ramp wants more), and gives capacity back
+when it ramps down, finishes or is cancelled. What an answer means is decided in
+workflows/policy/admission.py; this module makes the calls."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from steward.workflows.names import Activity, Signal
+    from steward.workflows.policy import admission, cost
+    from steward.workflows.policy import run_policy as policy
+    from steward.workflows.policy.capacity import (
+        Admission,
+        AdmissionCall,
+        AdmissionOutcome,
+        AdmitRequest,
+        Door,
+        Footprint,
+        ProbeRequest,
+        Release,
+    )
+    from steward.workflows.run.eval_run_context import RunContext
+
+
+def queued(ctx: RunContext) -> bool:
+    cap = ctx.state.capacity
+    return cap.position is not None and not cap.admitted
+
+
+def needs_admission(ctx: RunContext) -> bool:
+    """Pending work the run holds no capacity for (a rerun after it finished, say)."""
+    state = ctx.state
+    if state.capacity.admitted or queued(ctx) or state.paused:
+        return False
+    _, wanted = policy.run_footprint(state, ctx.settings.capacity_backend)
+    return not wanted.empty and any(t.phase == "pending" for t in state.tasks)
+
+
+async def admit(ctx: RunContext, door: Door, wanted: dict[str, int] | None = None) -> None:
+    """Ask the domain's ledger before anything spawns: reserved, or queued in order."""
+    state, cap = ctx.state, ctx.state.capacity
+    backend, footprint = policy.run_footprint(state, ctx.settings.capacity_backend, wanted)
+    cap.backend = backend
+    if footprint.empty:
+        return  # no sandboxes (or the in-process kind): unbounded, nothing to ask
+    probe = ProbeRequest(
+        backend=backend, workspace=ctx.workspace, namespace=ctx.settings.kubernetes_namespace
+    )
+    outcome: AdmissionOutcome = await ctx.activity(
+        Activity.REQUEST_ADMISSION,
+        AdmissionCall(
+            probe=probe,
+            admit=AdmitRequest(
+                run_id=ctx.run_id, workspace=ctx.workspace, footprint=footprint, door=door
+            ),
+        ),
+        result_type=AdmissionOutcome,
+    )
+    cap.probe = probe
+    step = admission.read_answer(cap, door, outcome, footprint, workflow.now())
+    if step.verdict == "queued":
+        state.phase = "queued"
+    ctx.journal_events(step.events)
+    if step.verdict == "granted":
+        granted(ctx, outcome.admission, door)
+    elif step.verdict == "queued":
+        await ctx.publish_state()
+
+
+def granted(ctx: RunContext, answer: Admission, how: str) -> None:
+    """The run holds `answer` from now: fit the setpoints to it and leave the queue."""
+    state = ctx.state
+    waited = admission.grant(state.capacity, answer, workflow.now())
+    state.cost.held_since = workflow.now()
+    cut = policy.fit_to_grant(state, ctx.settings.capacity_backend)
+    ctx.journal(
+        "admitted", how=how, held=answer.resources, waited_s=round(waited, 3), setpoints_cut=cut
+    )
+    if state.phase == "queued":
+        state.phase = "running"
+
+
+async def release(ctx: RunContext, keep: Footprint | None, reason: str) -> None:
+    """Give capacity back to the ledger (all of it, or down to `keep`); it pumps at once."""
+    cap = ctx.state.capacity
+    if cap.domain_id is None:
+        return
+    account_capacity(ctx)
+    request = Release(run_id=ctx.run_id, footprint=keep, reason=reason)
+    try:
+        await workflow.get_external_workflow_handle(cap.domain_id).signal(
+            Signal.RELEASE if keep is not None else Signal.WITHDRAW, request
+        )
+    except Exception as err:  # noqa: BLE001 - a ledger that is gone holds nothing of ours
+        ctx.journal("capacity release failed", problem=str(err))
+    if keep is None:
+        cap.admitted, cap.held, cap.position = False, {}, None
+        ctx.state.cost.held_since = None
+        ctx.journal("capacity released", reason=reason)
+    else:
+        cap.held = {k: min(v, keep.resources.get(k, 0.0)) for k, v in cap.held.items()}
+
+
+async def resize_reservation(ctx: RunContext, wanted: dict[str, int]) -> None:
+    """The mid-run door: a climb the reservation held back asks the ledger for more; a cut
+    gives the difference back at once (the queue's head may fit in it)."""
+    state = ctx.state
+    if wanted:
+        await admit(ctx, "escalation", wanted)
+        return
+    _, now_needs = policy.run_footprint(state, ctx.settings.capacity_backend)
+    held = state.capacity.held
+    if not now_needs.empty and any(now_needs.resources.get(k, 0.0) < v for k, v in held.items()):
+        await release(ctx, now_needs, "ramped down")
+        ctx.journal("capacity returned", held=state.capacity.held)
+
+
+def account_capacity(ctx: RunContext) -> None:
+    """Reserved capacity-time: the memory the reservation holds x how long, in Gi·minutes."""
+    state = ctx.state
+    if state.cost.held_since is None:
+        return
+    seconds = (workflow.now() - state.cost.held_since).total_seconds()
+    state.cost.gi_minutes += cost.gi_minutes(policy.held_memory_gi(state), seconds)
+    state.cost.held_since = workflow.now()

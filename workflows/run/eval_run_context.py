@@ -1,0 +1,300 @@
+"""What every step of an EvalRun works with: one `RunContext` per workflow instance.
+
+The context carries the run's input and state, the patch flags read once at start, the
+commands that arrived (cancel, wake), and the calls a step makes to the world: activities on
+the workspace host's queue, the journal, the workspace write and the search attributes. Steps
+in the sibling `eval_run_*` modules take it explicitly, so a step reads as a function of the
+run and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import CancelledError as ActivityCancelled
+
+with workflow.unsafe.imports_passed_through():
+    from steward.workflows.activity_io import NotifyRequest, NotifyResult, WorkerEnd, WorkspaceWrite
+    from steward.workflows.contracts import (
+        CancelRequest,
+        JournalEvent,
+        RunEvent,
+        RunInput,
+        RunSettings,
+        RunState,
+        RunStatus,
+    )
+    from steward.workflows.names import Activity, SearchKey
+    from steward.workflows.policy import notices
+    from steward.workflows.run.eval_run_state import (
+        effective_interval,
+        visible_state,
+        waits_for_commands,
+    )
+    from steward.workflows.views import web_ui
+
+# Until it succeeds: the run waits for its host rather than failing.
+UNTIL_DONE = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
+)
+
+
+@dataclass(frozen=True)
+class Patches:
+    """Which features this run's history has. Runs recorded before a feature replay without it
+    (tests/histories keeps one of each). Read once, before any handler can look at them."""
+
+    decisions: bool  # decisions, notifications and signoff (older runs ended at "finished")
+    capacity: bool  # admission through the capacity ledger
+    delta: bool  # drift reports
+    timer: bool  # the tend interval follows _steward.yaml edits
+    watch: bool  # a heartbeating watch per task worker; its exits and hangs wake the run
+    heal: bool  # errored samples a resumed task completed leave their classes; each counted once
+    scan: bool  # each complete task is scanned beside the run, never inside a tend
+    budget: bool  # one connection budget per provider, shared by the run's workers
+    handover: bool  # a continue-as-new between tends does not tend on arrival unless one is due
+    settle: bool  # a signoff waits for the scan of logs completed since the last tend, too
+    scan_pair: bool  # once eval work ends, a second scan runs beside one started narrow
+    handler_tends: bool  # a full history still tends for a handler that waits for a tend
+    orphan: bool  # a run whose workspace is gone (or another run's) ends `orphaned`
+    scan_widen: bool  # a running scan takes the connections of one that ended beside it
+    budget_episode: bool  # a budget moves once per pushback episode, and not back into it
+
+    @classmethod
+    def read(cls) -> Patches:
+        # The order is the order of the markers in recorded histories: keep it.
+        return cls(
+            decisions=workflow.patched("decisions-v1"),
+            capacity=workflow.patched("capacity-v1"),
+            delta=workflow.patched("delta-v1"),
+            timer=workflow.patched("timer-v1"),
+            watch=workflow.patched("watch-v1"),
+            heal=workflow.patched("heal-v1"),
+            scan=workflow.patched("scan-v2"),
+            budget=workflow.patched("budget-v1"),
+            handover=workflow.patched("handover-v1"),
+            settle=workflow.patched("settle-v1"),
+            scan_pair=workflow.patched("scan-pair-v1"),
+            handler_tends=workflow.patched("handler-tends-v1"),
+            orphan=workflow.patched("orphan-v1"),
+            scan_widen=workflow.patched("scan-widen-v1"),
+            budget_episode=workflow.patched("budget-episode-v1"),
+        )
+
+    @staticmethod
+    def ramp() -> bool:
+        """The ramp. Read at the first tend, where older histories recorded its marker (reading
+        it earlier would replay them without it); the SDK remembers the answer."""
+        return workflow.patched("ramp-v1")
+
+
+class RunContext:
+    def __init__(self, run_input: RunInput, patches: Patches) -> None:
+        self.input = run_input
+        self.state = run_input.state if run_input.state is not None else RunState()
+        self.patches = patches
+        self.lock = asyncio.Lock()  # one tend, amend or signoff at a time
+        self.cancel: CancelRequest | None = None
+        self.wake = False  # a command asks for a tend now
+        self.rearm = False  # the timer changed: wait again with the new one
+        self.watches: dict[str, asyncio.Task[None]] = {}  # worker id -> its watch loop
+        self.worker_ends: list[WorkerEnd] = []  # what the watches reported since the last tend
+        self.subscribed_hosts: list[str] = []  # hosts: what the registry was last told
+        self.scanning = False  # the integrity scan runs (a signoff waits for it)
+        self.scans_running = 0  # scan-pair-v1: how many (a second may run beside the first)
+        self.scan_job: asyncio.Task[None] | None = None  # scan-v2: the scan beside the run
+        self.scan_shares: dict[str, int] = {}  # scan-widen-v1: running scan -> its connections
+        self.scan_counter = 0  # scan-widen-v1: names each scan for its query
+        self.scan_outcomes: list[Any] = []  # scan-v2: finished scans the next tend takes in
+
+    @property
+    def settings(self) -> RunSettings:
+        return self.input.settings
+
+    @settings.setter
+    def settings(self, value: RunSettings) -> None:
+        # Live options (_steward.yaml edits) are carried in the input: continue-as-new keeps them.
+        self.input.settings = value
+
+    def interval(self) -> float:
+        """Seconds between scheduled tends, as the timer and the phase make it now."""
+        interval = self.state.timer.interval or self.settings.tend_interval
+        return effective_interval(self.state.phase, interval)
+
+    def next_tend_at(self) -> datetime | None:
+        """When the timer fires next; None when no timer is due (disarmed, or a finished run
+        with nothing to retry: commands wake it)."""
+        if not self.state.timer.armed or (self.patches.watch and waits_for_commands(self.state)):
+            return None
+        return workflow.now() + timedelta(seconds=self.interval())
+
+    def journal_events(self, events: list[RunEvent]) -> None:
+        """Journal what a pure decision asked for, in its order."""
+        for event in events:
+            self.journal(event.event, **event.data)
+
+    @property
+    def workspace(self) -> str:
+        return self.input.workspace
+
+    @property
+    def run_id(self) -> str:
+        return workflow.info().workflow_id
+
+    async def activity(
+        self,
+        name: str,
+        arg: Any,
+        *,
+        result_type: Any = None,
+        timeout: timedelta | None = None,
+        heartbeat: timedelta | None = None,
+        attempts: int | None = None,
+        queue: str = "",
+        start_within: timedelta | None = None,
+    ) -> Any:
+        """Run an activity on the host queue (`queue`: another host's, where a task worker
+        runs). Without `attempts` it is retried until it succeeds (the run waits for its
+        host); with it, the caller handles the failure. On another host it must also start
+        within the run's host_timeout: a host that is gone fails it, it does not hold the run."""
+        retry = (
+            UNTIL_DONE
+            if attempts is None
+            else RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=attempts)
+        )
+        try:
+            return await workflow.execute_activity(
+                name,
+                arg,
+                task_queue=queue or self.input.host_queue,
+                result_type=result_type,
+                schedule_to_start_timeout=(
+                    start_within or timedelta(seconds=self.settings.host_timeout) if queue else None
+                ),
+                # Short: if the Steward worker dies mid-activity, the retry should come soon.
+                start_to_close_timeout=timeout or timedelta(seconds=60),
+                heartbeat_timeout=heartbeat,
+                retry_policy=retry,
+                summary=web_ui.activity_summary(name, arg),
+            )
+        except ActivityError as err:
+            # Cancelled with the run (Temporal's own cancel) or with the task awaiting it: a
+            # cancellation, not an activity that failed; a caller handling failures (the
+            # workspace write, the scan) must not swallow it and carry on.
+            if isinstance(err.cause, ActivityCancelled):
+                raise asyncio.CancelledError() from err
+            raise
+
+    def journal(self, event: str, **data: Any) -> None:
+        self.state.journal_seq += 1
+        self.state.pending_journal.append(
+            JournalEvent(seq=self.state.journal_seq, at=workflow.now(), event=event, data=data)
+        )
+
+    def status(self) -> RunStatus:
+        info = workflow.info()
+        return RunStatus(
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            workspace=self.workspace,
+            state=self.state.model_copy(update={"pending_journal": []}),
+            tend_interval=self.settings.tend_interval,
+            web_ui=self.input.web_ui,
+            host_queue=self.input.host_queue,
+        )
+
+    async def write_workspace(self) -> None:
+        """Write status.md and the queued journal. A workspace that cannot be written (the
+        activity tries a few times, seconds apart) does not hold up the run: the reason is recorded and told once,
+        the journal stays queued, and the next write that succeeds clears the reason."""
+        state = self.state
+        pending = list(state.pending_journal)
+        try:
+            await self.activity(
+                Activity.WRITE_WORKSPACE,
+                WorkspaceWrite(workspace=self.workspace, status=self.status(), journal=pending),
+            )  # retried until done, except a workspace that cannot be written (non-retryable)
+        except ActivityError as err:
+            await self._unwritable(cause_of(err))
+            return
+        # Only what was written leaves the queue; the activity skips seqs already on disk.
+        written = {e.seq for e in pending}
+        state.pending_journal = [e for e in state.pending_journal if e.seq not in written]
+        if state.workspace_problem is not None:
+            state.workspace_problem = None
+            self.journal("workspace writable again")
+            await self.write_workspace()  # that event, and status.md without the reason
+
+    async def _unwritable(self, cause: str) -> None:
+        state = self.state
+        # The activity names the file; a failure it could not name (a timeout) names the place.
+        problem = (
+            cause if cause.startswith("cannot write") else f"cannot write {self.workspace}: {cause}"
+        )
+        if problem != state.workspace_problem:  # journalled (queued) once per reason
+            self.journal("workspace not written", problem=problem, kept=len(state.pending_journal))
+        notice = notices.workspace_notice(state, problem)
+        state.workspace_problem = problem
+        if notice is not None and self.patches.decisions:
+            state.outbox.append(notice)
+            await self.flush_outbox()  # delivery never needs the workspace to be writable
+
+    def show_details(self) -> None:
+        """The web UI's page of the run: metadata, not a command (nothing a replay compares)."""
+        state = self.state
+        workflow.set_current_details(
+            web_ui.current_details(
+                self.workspace, state, web_ui.next_tend_text(state, self.interval())
+            )
+        )
+
+    def upsert_visibility(self) -> None:
+        state = self.state
+        self.show_details()
+        workflow.upsert_search_attributes(
+            [
+                SearchKey.STATE.value_set(visible_state(state)),
+                SearchKey.SAMPLES_DONE.value_set(state.samples_done),
+                SearchKey.SAMPLES_TOTAL.value_set(state.samples_total),
+            ]
+        )
+
+    async def publish_state(self) -> None:
+        """The workspace files and the search attributes show the state as it is now."""
+        await self.write_workspace()
+        self.upsert_visibility()
+
+    async def flush_outbox(self) -> None:
+        """Deliver everything due as one message; keep it for the next tend if that fails."""
+        state = self.state
+        if not state.outbox:
+            return
+        title, body = notices.message(self.workspace.rstrip("/").split("/")[-1], state.outbox)
+        result: NotifyResult = await self.activity(
+            Activity.NOTIFY,
+            NotifyRequest(workspace=self.workspace, title=title, body=body),
+            result_type=NotifyResult,
+            attempts=2,
+        )
+        if result.delivered:
+            self.journal("notified", kinds=sorted({n.kind for n in state.outbox}))
+        elif result.configured:
+            if result.problem != state.notify_problem:
+                self.journal(
+                    "notification not delivered", problem=result.problem, kept=len(state.outbox)
+                )
+            state.notify_problem = result.problem
+            return
+        state.outbox, state.notify_problem = [], None
+
+
+def cause_of(err: ActivityError) -> str:
+    """The one sentence an activity failed with."""
+    cause = err.cause
+    return str(cause.message if isinstance(cause, ApplicationError) else cause or err)

@@ -1,0 +1,224 @@
+"""The run's beginning and its two endings: capture (resolve the definition into tasks),
+signoff (curate the log dir and stop tending) and cancel (stop the workers, give capacity
+back, end as cancelled)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from steward.workflows.activity_io import CaptureRequest, CurateRequest, CurateResult
+    from steward.workflows.contracts import (
+        UNCHANGEABLE_PHASES,
+        Capture,
+        Notice,
+        Signoff,
+        SignoffRequest,
+        TendSummary,
+    )
+    from steward.workflows.names import Activity
+    from steward.workflows.policy import rulings, worker_watch
+    from steward.workflows.policy import run_policy as policy
+    from steward.workflows.run import eval_run_scan
+    from steward.workflows.run import eval_run_triage as triage
+    from steward.workflows.run.eval_run_capacity import release
+    from steward.workflows.run.eval_run_change import reuse_from_store
+    from steward.workflows.run.eval_run_context import RunContext, cause_of
+    from steward.workflows.run.eval_run_workers import stop_and_forget, stop_workers
+
+
+async def capture(ctx: RunContext) -> bool:
+    """Resolve the definition into tasks; False (and the run failed) if it does not resolve."""
+    state = ctx.state
+    try:
+        # `steward launch` resolved the definition already (to smoke it and match the log
+        # store); a run started without one resolves it here.
+        resolved: Capture = ctx.input.capture or await ctx.activity(
+            Activity.CAPTURE_DEFINITION,
+            CaptureRequest(workspace=ctx.workspace, definition=ctx.input.definition),
+            result_type=Capture,
+            timeout=timedelta(minutes=10),
+        )
+    except ActivityError as err:
+        message = cause_of(err)
+        state.phase, state.error, state.finished_at = "failed", message, workflow.now()
+        ctx.journal("failed", error=message)
+        await ctx.publish_state()
+        return False
+    state.tasks = policy.initial_tasks(resolved, ctx.settings)
+    state.sandbox_budget = policy.sandbox_budget_of(resolved)
+    state.max_tasks = resolved.max_tasks
+    state.log_dir = resolved.log_dir or ctx.input.log_dir
+    state.definition_hash = ctx.input.definition_hash
+    state.phase = "running"
+    ctx.journal(
+        "captured",
+        tasks=[t.name for t in resolved.tasks],
+        samples=sum(t.planned_samples for t in resolved.tasks),
+        log_dir=state.log_dir,
+        sandbox_budget=state.sandbox_budget,
+    )
+    if ctx.input.store_hits:
+        reused = await reuse_from_store(ctx, ctx.input.store_hits)
+        ctx.journal("reused from store", tasks=reused)
+    return True
+
+
+# ---------------------------------------------------------------- signoff
+def signoff_blockers(ctx: RunContext, scan_running_blocks: bool = True) -> list[str]:
+    """Why the run cannot be signed off now. A scan that is running blocks only under the lock
+    (`scan_running_blocks`): the validator lets the signoff wait for it instead."""
+    state = ctx.state
+    if state.phase in UNCHANGEABLE_PHASES:
+        return [f"the run is {state.phase}"]
+    return rulings.signoff_blockers(
+        state.triage,
+        open_tasks=[t.spec.name for t in state.tasks if t.phase not in ("complete", "given_up")],
+        unscanned=bool(policy.unscanned_logs(state))
+        and (
+            scan_running_blocks
+            or not (ctx.scanning or ctx.scan_outcomes or eval_run_scan.scan_pending(ctx))
+        ),
+        scan_problem=state.scan_problem,
+        settled_logs=policy.settled_logs(state),
+        waiting_for=worker_watch.rulings_waiting(state),
+    )
+
+
+def signoff_problem(ctx: RunContext, request: SignoffRequest) -> str | None:
+    """Why a signoff is refused before it starts, or None."""
+    if not ctx.patches.decisions:
+        return "This run predates signoff; it ends on its own when finished."
+    if not request.by.strip():
+        return "Signoff needs a name: pass --by NAME."
+    blockers = signoff_blockers(ctx, scan_running_blocks=False)
+    return "Signoff refused: " + "; ".join(blockers) + "." if blockers else None
+
+
+async def signoff(ctx: RunContext, request: SignoffRequest) -> Signoff:
+    """Curate the log dir (keep each complete task's log), finalize journal and status."""
+    if ctx.patches.scan and ctx.scan_outcomes:
+        # A scan that ended since the last tend: its findings may block the signoff.
+        state = ctx.state
+        summary = TendSummary(
+            tend=state.tend_count, at=workflow.now(), phase=state.phase, paused=state.paused
+        )
+        triage.absorb(ctx, eval_run_scan.take_in(ctx, summary), summary)
+        ctx.wake = True  # a tend tells the operator of what the scan raised
+    blockers = signoff_blockers(ctx)
+    if blockers:
+        # Checked again under the lock: a tend may have changed the run since the validator.
+        raise ApplicationError("Signoff refused: " + "; ".join(blockers) + ".", non_retryable=True)
+    state = ctx.state
+    if ctx.patches.watch:
+        # Never leave a live worker of the run behind (one lingering after its success log).
+        await stop_and_forget(ctx, {w: "signoff" for w in state.workers})
+    keep = [t.log for t in state.tasks if t.log and t.phase == "complete"]
+    curated: CurateResult = await ctx.activity(
+        Activity.CURATE_LOGS,
+        CurateRequest(
+            workspace=ctx.workspace, log_dir=state.log_dir, keep=keep, publish=request.publish
+        ),
+        result_type=CurateResult,
+        timeout=timedelta(minutes=10),
+    )
+    state.signoff = Signoff(
+        by=request.by,
+        at=workflow.now(),
+        publish=request.publish,
+        published=curated.published,
+        archived=curated.archived,
+        logs=keep,
+    )
+    state.phase, state.next_tend_at = "signed_off", None
+    ctx.journal(
+        "signed off",
+        by=request.by,
+        logs=len(keep),
+        archived=curated.archived,
+        published=curated.published,
+        publish_problem=curated.problem,
+    )
+    state.outbox.append(
+        Notice(
+            kind="signed_off",
+            text=f"Signed off by {request.by}: {state.samples_done}/"
+            f"{state.samples_total} samples in {len(keep)} log(s)."
+            + (f" Published {len(curated.published)}." if curated.published else ""),
+        )
+    )
+    await ctx.flush_outbox()
+    await ctx.publish_state()
+    ctx.wake = True
+    return state.signoff
+
+
+# ---------------------------------------------------------------- cancel
+async def orphan(ctx: RunContext, reason: str) -> None:
+    """orphan-v1: the run's workspace is gone, or is another run's now. Nothing of it can be
+    written or read any more: stop its workers, give its capacity back, tell people once, and
+    end (`steward runs delete` removes it). Its journal stays in the run's state."""
+    state = ctx.state
+    result = await stop_workers(ctx, list(state.workers.values()))
+    state.workers.clear()
+    if ctx.patches.capacity and state.capacity.domain_id is not None:
+        await release(ctx, None, "orphaned")
+    state.phase, state.error = "orphaned", reason
+    state.finished_at, state.next_tend_at = workflow.now(), None
+    ctx.journal("orphaned", reason=reason, stopped=result.stopped_gracefully, killed=result.killed)
+    if ctx.patches.decisions:
+        state.outbox.append(
+            Notice(
+                kind="orphaned",
+                text=f"Orphaned: {reason}. Its workers were stopped and the run has ended "
+                f"({state.samples_done}/{state.samples_total} samples); "
+                f"`steward runs delete {workflow.info().workflow_id}` removes it.",
+            )
+        )
+        await ctx.flush_outbox()
+    ctx.upsert_visibility()
+
+
+async def cancel(ctx: RunContext) -> None:
+    """Stop every worker, give capacity (and leftover sandboxes) back, end as cancelled."""
+    assert ctx.cancel is not None
+    state, request = ctx.state, ctx.cancel
+    state.phase, state.cancel_reason = "cancelling", request.reason
+    ctx.upsert_visibility()
+    result = await stop_workers(ctx, list(state.workers.values()))
+    state.workers.clear()
+    for task in state.tasks:
+        if task.phase in ("pending", "running"):
+            task.phase, task.worker_id = "pending", None
+    if ctx.patches.capacity and state.capacity.domain_id is not None:
+        # Recorded cancelled whether or not the workers stopped: capacity goes back, and
+        # sandbox containers the workers left behind go with it.
+        await release(ctx, None, "cancelled")
+        if state.capacity.backend == "docker":
+            reaped = await ctx.activity(
+                Activity.REAP_SANDBOXES, [ctx.workspace], result_type=list[str], attempts=3
+            )
+            if reaped:
+                ctx.journal("sandboxes reaped", containers=reaped)
+    state.phase, state.finished_at, state.next_tend_at = "cancelled", workflow.now(), None
+    ctx.journal(
+        "cancelled",
+        reason=request.reason,
+        by=request.by,
+        stopped=result.stopped_gracefully,
+        killed=result.killed,
+    )
+    if ctx.patches.decisions:
+        state.outbox.append(
+            Notice(
+                kind="cancelled",
+                text=f"Cancelled by {request.by or 'someone'}: "
+                f"{request.reason or 'no reason given'} "
+                f"({state.samples_done}/{state.samples_total} samples).",
+            )
+        )
+        await ctx.flush_outbox()
+    await ctx.publish_state()

@@ -1,0 +1,248 @@
+"""One tend, step by step: observe the run (logs, workers, anomalies) → apply what was seen
+(completions, exits, stalls; policy.apply_observation decides) and what the watches reported
+(lingering and hung workers) → ramp → triage and the cost cap → admission and spawns → the
+run's phase → journal, notices, workspace files → the integrity scan, once every task is
+settled (after the run says `finished`: the scan gates signoff, not the finish).
+
+A tend that cannot see the run changes nothing and says so once per reason.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from steward.workflows.activity_io import AnomalyRequest, ObserveRequest, TidyRequest, WorkerEnd
+    from steward.workflows.contracts import ENDING_PHASES, Notice, Observation, TendSummary
+    from steward.workflows.names import Activity
+    from steward.workflows.policy import healing, notices
+    from steward.workflows.policy import run_policy as policy
+    from steward.workflows.policy.provider_budget import ConnectionShare
+    from steward.workflows.run import eval_run_budget, eval_run_hosts, eval_run_scan
+    from steward.workflows.run.eval_run_capacity import (
+        account_capacity,
+        admit,
+        needs_admission,
+        queued,
+        release,
+    )
+    from steward.workflows.run.eval_run_context import Patches, RunContext, cause_of
+    from steward.workflows.run.eval_run_lifecycle import orphan
+    from steward.workflows.run.eval_run_ramp import ramp
+    from steward.workflows.run.eval_run_triage import check_cost_cap, scan, triage
+    from steward.workflows.run.eval_run_watch import exits_of, hung_anomalies
+    from steward.workflows.run.eval_run_workers import spawn, stop_lingering_and_restarted
+
+
+def nothing_to_tend(ctx: RunContext) -> bool:
+    phase = ctx.state.phase
+    return phase in ENDING_PHASES or (phase == "finished" and not ctx.patches.decisions)
+
+
+async def tend(ctx: RunContext) -> TendSummary:
+    state = ctx.state
+    summary = TendSummary(
+        tend=state.tend_count + 1, at=workflow.now(), phase=state.phase, paused=state.paused
+    )
+    if nothing_to_tend(ctx):
+        return summary
+    moved = eval_run_hosts.forget_lost_workers(ctx) if state.host_losses else []
+    ends, ctx.worker_ends = ctx.worker_ends, []
+    try:
+        observation = await _observe(ctx)
+        if eval_run_hosts.placing(ctx):
+            await eval_run_hosts.observe_remote(ctx, observation, ends)
+    except ActivityError as err:
+        ctx.worker_ends[:0] = ends  # for the next tend
+        summary.problem = f"observing the run failed: {cause_of(err)}"
+        ctx.journal("tend failed", problem=summary.problem)
+        notice = notices.tend_problem_notice(state, summary.problem)
+        if notice is not None:
+            state.outbox.append(notice)
+        await ctx.flush_outbox()
+        await ctx.write_workspace()
+        return summary
+    if observation.orphaned is not None and ctx.patches.orphan:
+        await orphan(ctx, observation.orphaned)
+        summary.phase = state.phase
+        return summary
+    stalled = await _apply_observation(ctx, observation, summary, exits_of(ends))
+    summary.restarted += moved  # from a lost host
+    if ctx.patches.watch:
+        await stop_lingering_and_restarted(ctx, ends, summary)
+        observation.anomalies = (observation.anomalies or []) + hung_anomalies(ctx, ends)
+    windows = await ramp(ctx, observation) if Patches.ramp() else {}
+    if ctx.patches.decisions:
+        await triage(ctx, observation, stalled, summary)
+        if ctx.patches.capacity:
+            check_cost_cap(ctx, summary)
+    if ctx.patches.budget and state.providers:
+        # After triage: a scan that ended there has given its connections back.
+        await eval_run_budget.rebalance(ctx, observation, windows)
+    await _start_work(ctx, summary)
+    await _settle_phase(ctx)
+    if ctx.patches.scan:
+        room = eval_run_budget.make_room_for_scan if ctx.patches.budget else None
+        await eval_run_scan.start(ctx, room)
+        await _finish_tend(ctx, summary)
+        return summary
+    await _finish_tend(ctx, summary)
+    if ctx.patches.watch and not policy.open_tasks(state) and policy.unscanned_logs(state):
+        ctx.scanning = True
+        try:
+            await scan(ctx, summary)
+        finally:
+            ctx.scanning = False
+        await _publish(ctx)
+    return summary
+
+
+async def _observe(ctx: RunContext) -> Observation:
+    state, decisions_on = ctx.state, ctx.patches.decisions
+    home = [w for w in state.workers.values() if not w.queue]  # hosts: the rest is theirs
+    request = ObserveRequest(
+        log_dir=state.log_dir,
+        workers=home,
+        tasks=[t.spec for t in policy.open_tasks(state)],
+        anomalies=AnomalyRequest(
+            workspace=ctx.workspace,
+            log_dir=state.log_dir,
+            tasks=[t.spec for t in state.tasks],
+            workers=home,
+            stuck_after=ctx.settings.stuck_after,
+            suspects=healing.suspect_refs(state.triage) if ctx.patches.heal else [],
+        )
+        if decisions_on
+        else None,
+    )
+    if ctx.patches.orphan:
+        request.workspace, request.workflow_id = ctx.workspace, workflow.info().workflow_id
+    return await ctx.activity(
+        Activity.OBSERVE_RUN,
+        request,
+        result_type=Observation,
+        attempts=3 if decisions_on else None,
+    )
+
+
+async def _apply_observation(
+    ctx: RunContext, observation: Observation, summary: TendSummary, exits: dict[str, WorkerEnd]
+) -> list[str]:
+    """Progress, completions, worker exits (`exits`: how, as their watches saw it) and stalls;
+    completed tasks' logs tidied. Returns the tasks that stalled in this tend."""
+    state = ctx.state
+    outcome = policy.apply_observation(state, observation, ctx.settings.stall_after)
+    account_capacity(ctx)
+    if ctx.patches.capacity:
+        priced = policy.llm_cost(state).dollars(ctx.settings.prices)
+        state.cost.usd, state.cost.unpriced = priced[0], priced[1]
+    for worker_id in outcome.exited_workers:
+        end = exits.get(worker_id)
+        if end is None:
+            ctx.journal("worker exited", worker=worker_id)
+            continue
+        ctx.journal("worker exited", worker=worker_id, how=end.detail, **_said(end.cause))
+        for identifier in end.log_status if end.cause else []:
+            state.task(identifier).exit_cause = end.cause
+    for identifier in outcome.completed:
+        task = state.task(identifier)
+        summary.completed.append(task.spec.name)
+        ctx.journal("task complete", task=task.spec.name, log=task.log, samples=task.progress.done)
+    for identifier in outcome.stalled:
+        task = state.task(identifier)
+        summary.stalled.append(task.spec.name)
+        ctx.journal(
+            "task stalled",
+            task=task.spec.name,
+            attempts=task.attempts,
+            reason=f"{task.fruitless} worker deaths without a completed sample",
+            **_said(task.exit_cause),
+        )
+    summary.restarted = [state.task(i).spec.name for i in outcome.restart]
+    if outcome.completed:
+        await ctx.activity(
+            Activity.TIDY_LOGS, TidyRequest(log_dir=state.log_dir, identifiers=outcome.completed)
+        )
+    return outcome.stalled
+
+
+def _said(cause: str | None) -> dict[str, str]:
+    """The journal field for what a dead worker last said, when it said anything."""
+    return {"cause": cause} if cause else {}
+
+
+async def _start_work(ctx: RunContext, summary: TendSummary) -> None:
+    """Ask for capacity if pending work holds none, then spawn what the plan allows."""
+    state = ctx.state
+    state.phase = policy.run_phase(state)
+    if ctx.patches.capacity and needs_admission(ctx):
+        await admit(ctx, "resume")
+    groups = policy.plan_spawns(state, ctx.settings)
+    shares: list[ConnectionShare | None] = [None] * len(groups)
+    if ctx.patches.budget and groups:
+        await eval_run_budget.seed(ctx)
+        shares = await eval_run_budget.shares_for(ctx, groups)
+    hosts = await eval_run_hosts.placements(ctx, groups)
+    for group, share, host in zip(groups, shares, hosts, strict=True):
+        summary.spawned.extend(await spawn(ctx, group, share, host))
+    await eval_run_hosts.subscribe(ctx)
+
+
+async def _settle_phase(ctx: RunContext) -> None:
+    """The run's phase after the spawns; a run with nothing open gives its capacity back."""
+    state = ctx.state
+    state.phase = policy.run_phase(state)
+    if ctx.patches.capacity:
+        if queued(ctx):
+            state.phase = "queued"
+        elif state.capacity.admitted and not policy.open_tasks(state):
+            await release(ctx, None, f"the run is {state.phase}")
+
+
+async def _finish_tend(ctx: RunContext, summary: TendSummary) -> None:
+    """Mark a finished run, count the tend, notify, and publish the state."""
+    state, decisions_on = ctx.state, ctx.patches.decisions
+    if state.phase == "finished" and state.finished_at is None:
+        state.finished_at = workflow.now()
+        ctx.journal("finished", samples=state.samples_done, tasks=len(state.tasks))
+        if decisions_on:
+            open_items = len(state.triage.open_decisions())
+            state.outbox.append(
+                Notice(
+                    kind="finished",
+                    text=f"Finished: {state.samples_done}/{state.samples_total} samples; "
+                    f"{open_items} decision(s) open. Sign off with `steward signoff --by NAME`.",
+                )
+            )
+    elif state.phase != "finished":
+        state.finished_at = None
+    state.tend_count = summary.tend  # counted when done, so status never shows a tend half-way
+    state.last_tend_at = workflow.now()
+    summary.phase, summary.paused = state.phase, state.paused
+    summary.samples_done, summary.samples_total = state.samples_done, state.samples_total
+    ctx.journal(
+        "tend",
+        tend=state.tend_count,
+        phase=state.phase,
+        samples_done=summary.samples_done,
+        samples_total=summary.samples_total,
+        spawned=summary.spawned,
+    )
+    await _publish(ctx)
+
+
+async def _publish(ctx: RunContext) -> None:
+    """Notify what is due, then show the state as it is now (workspace files, search
+    attributes) with when the timer fires next."""
+    state, decisions_on = ctx.state, ctx.patches.decisions
+    if decisions_on:
+        state.outbox.extend(notices.decision_notices(state))
+        heartbeat = notices.heartbeat_notice(state, ctx.settings.heartbeat, workflow.now())
+        if heartbeat is not None:
+            state.outbox.append(heartbeat)
+        await ctx.flush_outbox()
+    state.next_tend_at = (
+        None if state.phase == "finished" and not decisions_on else ctx.next_tend_at()
+    )
+    await ctx.publish_state()

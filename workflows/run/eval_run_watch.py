@@ -1,0 +1,146 @@
+"""Watching the task workers: one long-running, heartbeating activity per live worker
+(activities/processes/watch.py), started right after its spawn and again for every worker a continued
+run carries over (re-adoption: the same pid, never a second spawn).
+
+A watch that completes wakes the run, which tends at once: an exit is seen within seconds, not
+at the next timer. What the watches reported is handled by the tend (`handle_worker_ends`): a
+lingering worker is stopped, a hung one raises a `hung_worker` decision, and a hung worker ruled
+`restart` is stopped and its tasks respawn from their logs (eval_run_workers.py stops them).
+The heartbeats carry progress for
+`steward status` and never enter the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from steward.workflows.activity_io import CONNECTION_ENDS, WatchRequest, WorkerEnd
+    from steward.workflows.contracts import TERMINAL_PHASES, WorkerProcess
+    from steward.workflows.names import Activity
+    from steward.workflows.policy import connection_plan
+    from steward.workflows.policy.decisions import Anomaly
+    from steward.workflows.policy.hosts import HostLost
+    from steward.workflows.run import eval_run_hosts
+    from steward.workflows.run.eval_run_context import RunContext
+
+# A watch heartbeats every few seconds; one silent this long is restarted by Temporal (on a
+# restarted Steward worker, it re-adopts the pid).
+WATCH_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+# A worker may live for days; liveness is the heartbeat's job, not this.
+WATCH_LIFETIME = timedelta(days=365)
+
+
+def watch(ctx: RunContext, worker_id: str) -> None:
+    """Start watching a live worker (replacing a watch it already has)."""
+    if not ctx.patches.watch:
+        return
+    running = ctx.watches.pop(worker_id, None)
+    if running is not None and not running.done():
+        running.cancel()
+    ctx.watches[worker_id] = asyncio.create_task(_watch_loop(ctx, worker_id))
+
+
+def watch_all(ctx: RunContext) -> None:
+    """Watch every worker the state holds (a continued run re-adopts them; changed limits)."""
+    for worker_id in list(ctx.state.workers):
+        watch(ctx, worker_id)
+
+
+async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
+    hang_reported: datetime | None = None
+    complete_reported = False
+    rate_limit_reported: int | None = None
+    while ctx.state.phase not in TERMINAL_PHASES:
+        worker = ctx.state.workers.get(worker_id)
+        if worker is None:
+            return
+        try:
+            end: WorkerEnd = await _watch_once(
+                ctx, worker, hang_reported, complete_reported, rate_limit_reported
+            )
+        except ActivityError:
+            if not worker.queue:
+                raise
+            # Its host did not take the watch up within host_timeout: the host is gone.
+            eval_run_hosts.lost(
+                ctx, HostLost(host_id=worker.host, queue=worker.queue, last_seen=workflow.now())
+            )
+            return
+        ctx.worker_ends.append(end)
+        ctx.wake = True
+        if end.kind == "exited":
+            return
+        if end.kind == "lingering":
+            # The tend stops it; the watch's work is done once the run forgets it.
+            await workflow.wait_condition(lambda: worker_id not in ctx.state.workers)
+            return
+        if end.kind == "complete":
+            complete_reported = True  # the tend marks its tasks complete; watch on for the exit
+        elif end.kind in CONNECTION_ENDS:
+            rate_limit_reported = end.rate_limit_retries  # the tend retunes the budget
+        else:
+            hang_reported = end.since  # reported; another hang needs a sign of life first
+
+
+async def _watch_once(
+    ctx: RunContext,
+    worker: WorkerProcess,
+    hang_reported: datetime | None,
+    complete_reported: bool,
+    rate_limit_reported: int | None,
+) -> WorkerEnd:
+    """One watch activity on the worker's host, until it has something to report."""
+    pushback, saturation = (
+        connection_plan.watch_reports(ctx.state, worker.worker_id)
+        if ctx.patches.budget
+        else (False, False)
+    )
+    return await ctx.activity(
+        Activity.WATCH_WORKER,
+        WatchRequest(
+            worker=worker,
+            log_dir=ctx.state.log_dir,
+            limits=ctx.settings.watch,
+            hang_reported=hang_reported,
+            complete_reported=complete_reported,
+            report_pushback=pushback,
+            report_saturated=saturation,
+            rate_limit_reported=rate_limit_reported,
+        ),
+        result_type=WorkerEnd,
+        timeout=WATCH_LIFETIME,
+        heartbeat=WATCH_HEARTBEAT_TIMEOUT,
+        queue=worker.queue,
+    )
+
+
+def exits_of(ends: list[WorkerEnd]) -> dict[str, WorkerEnd]:
+    """worker id -> how it exited (for the journal, and the cause its tasks keep)."""
+    return {e.worker_id: e for e in ends if e.kind == "exited"}
+
+
+def hung_anomalies(ctx: RunContext, ends: list[WorkerEnd]) -> list[Anomaly]:
+    """A `hung_worker` anomaly for each live worker its watch found hung."""
+    state, anomalies = ctx.state, []
+    for end in ends:
+        worker = state.workers.get(end.worker_id)
+        if end.kind != "hung" or worker is None or not worker.tasks:
+            continue
+        task = state.task(worker.tasks[0])
+        ctx.journal("worker hung", worker=end.worker_id, detail=end.detail)
+        anomalies.append(
+            Anomaly(
+                kind="hung_worker",
+                task=task.spec.identifier,
+                task_name=task.spec.name,
+                uuid=f"{end.worker_id}@{end.since.isoformat() if end.since else ''}",
+                worker=end.worker_id,
+                detail=end.detail,
+            )
+        )
+    return anomalies

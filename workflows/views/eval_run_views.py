@@ -1,0 +1,58 @@
+"""What the run shows an agent that collects its decisions (`steward collect`). Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from steward.workflows.contracts import CollectView, RunSettings, RunState
+from steward.workflows.policy.decisions import Decision
+
+
+def collect_view(state: RunState, settings: RunSettings, since: int) -> CollectView:
+    triage = state.triage
+    return CollectView(
+        decisions=[decision_view(state, d) for d in triage.decisions if d.open],
+        classes=[
+            {
+                "id": c.id,
+                "kind": c.kind,
+                "title": c.title,
+                "signature": c.signature,
+                "state": c.state,
+                "instances": len(c.instances),
+                "proposal": c.proposal.model_dump(mode="json") if c.proposal else None,
+                "ruling": c.ruling.model_dump(mode="json") if c.ruling else None,
+            }
+            for c in triage.classes
+        ],
+        events=[e for e in state.pending_journal if e.seq > since],
+        cursor=state.journal_seq,
+        policies=settings.rules.policies,
+        phase=state.phase,
+        unattended=any(d.routed for d in triage.open_decisions()),
+    )
+
+
+def decision_view(state: RunState, decision: Decision) -> dict[str, Any]:
+    cls = state.triage.find_class(decision.class_id)
+    instances = cls.instances if cls else []
+    return {
+        "id": decision.id,
+        "kind": decision.kind,
+        "owner": decision.owner,
+        "routed": decision.routed,
+        "verdicts": decision.verdicts,
+        "question": decision.question,
+        "class": decision.class_id,
+        "raised_at": decision.raised_at.isoformat(),
+        "instances": [
+            {
+                "task": i.anomaly.task_name,
+                "sample_id": i.anomaly.sample_id,
+                "epoch": i.anomaly.epoch,
+                "detail": i.anomaly.detail,
+                "tool": i.anomaly.tool,
+            }
+            for i in instances[-20:]
+        ],
+    }
