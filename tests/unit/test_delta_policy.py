@@ -218,6 +218,21 @@ def test_going_back_to_an_archived_configuration_supersedes_and_restores():
     ]
 
 
+def test_a_changed_task_whose_archived_log_is_too_small_is_an_add_saying_both_whys():
+    # the superseded row names why the identifier changed; the add names it too, then the plan
+    # and what the archived log lacks
+    v1 = _task("a", identifier="a-v1", args_hash="h1")
+    v2 = _task("a", identifier="a-v2", args_hash="h2", samples=10)
+    delta = compute_delta([v1], {"a-v1": None}, [v2], [_archived(v2, samples=5)])
+    superseded, add = delta.rows
+    assert (superseded.kind, superseded.moves) == ("superseded", [])
+    assert superseded.detail == "task args changed; no log to move"
+    assert (add.kind, add.previous, add.moves) == ("add", "a-v1", [])
+    assert add.detail == (
+        "task args changed; 10 samples x 1 epoch; the archived log covers only 5 samples x 1 epoch"
+    )
+
+
 def test_a_superseded_task_without_a_log_is_not_gated():
     old = _task("a", identifier="a-v1")
     new = _task("a", identifier="a-v2")

@@ -134,6 +134,32 @@ def _logs_moving(paths: list[str]) -> str:
     return f"{n} log{'s' if n != 1 else ''}"
 
 
+def _archive_note(moves: list[str]) -> str:
+    """What a removed or superseded row says of its log."""
+    return f"{_logs_moving(moves)} to {ARCHIVE_DIR}" if moves else "no log to move"
+
+
+def _row(
+    kind: RowKind,
+    task: TaskSpec,
+    *detail: str,
+    moves: list[str] | None = None,
+    previous: str | None = None,
+    superseded_by: str | None = None,
+) -> DeltaRow:
+    """The row of `kind` about `task`; its detail is the non-empty parts joined by '; '."""
+    return DeltaRow(
+        kind=kind,
+        name=task.name,
+        model=task.model,
+        identifier=task.identifier,
+        previous=previous,
+        superseded_by=superseded_by,
+        moves=moves or [],
+        detail="; ".join(part for part in detail if part),
+    )
+
+
 def compute_delta(
     committed: list[TaskSpec],
     logs: dict[str, str | None],
@@ -169,22 +195,12 @@ def compute_delta(
         if old is not None:
             change = _work_change(old, task)
             if task.samples > old.samples or task.epochs > old.epochs:
-                kind: RowKind = "extend"
-                detail = change
+                rows.append(_row("extend", task, change))
             elif change:
-                kind = "unchanged"
-                detail = f"{change}: a smaller plan; the committed log stays as it is"
+                smaller = f"{change}: a smaller plan; the committed log stays as it is"
+                rows.append(_row("unchanged", task, smaller))
             else:
-                kind, detail = "unchanged", ""
-            rows.append(
-                DeltaRow(
-                    kind=kind,
-                    name=task.name,
-                    model=task.model,
-                    identifier=task.identifier,
-                    detail=detail,
-                )
-            )
+                rows.append(_row("unchanged", task))
             continue
 
         predecessor = next(
@@ -196,24 +212,22 @@ def compute_delta(
             None,
         )
         why = ""
+        previous = None
         if predecessor is not None:
             claimed.add(predecessor.identifier)
             why = _config_change(predecessor, task)
+            previous = predecessor.identifier
             moves = old_moves(predecessor.identifier)
             rows.append(
-                DeltaRow(
-                    kind="superseded",
-                    name=predecessor.name,
-                    model=predecessor.model,
-                    identifier=predecessor.identifier,
-                    superseded_by=task.identifier,
+                _row(
+                    "superseded",
+                    predecessor,
+                    why,
+                    _archive_note(moves),
                     moves=moves,
-                    detail=f"{why}; {_logs_moving(moves)} to {ARCHIVE_DIR}"
-                    if moves
-                    else f"{why}; no log to move",
+                    superseded_by=task.identifier,
                 )
             )
-        previous = predecessor.identifier if predecessor is not None else None
 
         restore = next(
             (
@@ -226,18 +240,8 @@ def compute_delta(
         if restore is not None:
             i, log = restore
             used_archive.add(i)
-            detail = f"archived log covers {_plan(log.samples, log.epochs)}"
-            rows.append(
-                DeltaRow(
-                    kind="restore",
-                    name=task.name,
-                    model=task.model,
-                    identifier=task.identifier,
-                    previous=previous,
-                    moves=[log.path],
-                    detail=f"{why}; {detail}" if why else detail,
-                )
-            )
+            covers = f"archived log covers {_plan(log.samples, log.epochs)}"
+            rows.append(_row("restore", task, why, covers, moves=[log.path], previous=previous))
             continue
 
         too_small = [
@@ -245,39 +249,16 @@ def compute_delta(
             for i, log in enumerate(archived)
             if i not in used_archive and log.identifier == task.identifier
         ]
+        plan = _plan(task.samples, task.epochs)
         if too_small:
             best = max(too_small, key=lambda log: log.samples * log.epochs)
-            detail = (
-                f"{_plan(task.samples, task.epochs)}; the archived log covers only "
-                f"{_plan(best.samples, best.epochs)}"
-            )
-        else:
-            detail = _plan(task.samples, task.epochs)
-        rows.append(
-            DeltaRow(
-                kind="add",
-                name=task.name,
-                model=task.model,
-                identifier=task.identifier,
-                previous=previous,
-                detail=f"{why}; {detail}" if why else detail,
-            )
-        )
+            plan += f"; the archived log covers only {_plan(best.samples, best.epochs)}"
+        rows.append(_row("add", task, why, plan, previous=previous))
 
     for task in gone:
-        if task.identifier in claimed:
-            continue
-        moves = old_moves(task.identifier)
-        rows.append(
-            DeltaRow(
-                kind="removed",
-                name=task.name,
-                model=task.model,
-                identifier=task.identifier,
-                moves=moves,
-                detail=f"{_logs_moving(moves)} to {ARCHIVE_DIR}" if moves else "no log to move",
-            )
-        )
+        if task.identifier not in claimed:
+            moves = old_moves(task.identifier)
+            rows.append(_row("removed", task, _archive_note(moves), moves=moves))
     return Delta(rows=rows)
 
 
