@@ -1,11 +1,15 @@
-"""Pydantic contracts between the CLI, the run workflow and its activities."""
+"""Pydantic contracts between the CLI, the run workflow and its activities.
+
+Each field's docstring is also its description (`use_attribute_docstrings`): it shows in the JSON
+schema only, never in what is serialised.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from steward.workflows.policy.capacity import BackendChoice, CapacityState, SandboxSize
 from steward.workflows.policy.cost import CostCap, ModelTokens, Price
@@ -43,16 +47,29 @@ UNCHANGEABLE_PHASES: frozenset[str] = ENDING_PHASES | {"capturing"}
 class TaskSpec(BaseModel):
     """One resolved task (task x model) of the definition, as Inspect's capture reports it."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     name: str
+    """The task's name, as Inspect shows it."""
     model: str
+    """The model it evaluates, as Inspect names it ("openai/gpt-4o")."""
     identifier: str
+    """Inspect's task identifier: file, name, args, model and configuration (not epochs nor
+    dataset size); the key Steward tracks the task and its logs by."""
     registry_name: str | None = None
+    """Inspect's fully qualified registry name (None: an ad-hoc task, or not reported)."""
     args_hash: str | None = None
+    """Inspect's hash of the task's args (None: not reported)."""
     file: str | None = None
+    """The task's source file, relative to the workspace (None: not reported)."""
     samples: int
+    """Dataset samples that will run (after any limit), per epoch."""
     epochs: int = 1
-    sandbox: str | None = None  # sandbox provider type ("docker", "local", "k8s", ...), None: none
-    sandbox_size: SandboxSize | None = None  # what one sample starts (None: the light default)
+    """Times each sample is run."""
+    sandbox: str | None = None
+    """Sandbox provider type ("docker", "local", "k8s", ...); None: no sandbox."""
+    sandbox_size: SandboxSize | None = None
+    """What one sample starts (None: the light default)."""
 
     @property
     def planned_samples(self) -> int:
@@ -60,12 +77,22 @@ class TaskSpec(BaseModel):
 
 
 class Capture(BaseModel):
+    """What resolving the definition gives: its tasks and the limits it set itself."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     tasks: list[TaskSpec]
-    log_dir: str | None = None  # the definition's own log_dir, if it passed one
-    max_samples: int | None = None  # the definition's own max_samples, if it set one
-    max_sandboxes: int | None = None  # the definition's own max_sandboxes, if it set one
-    max_tasks: int | None = None  # the definition's own max_tasks: tasks running at once
-    cpus: int = 1  # of the host that will run the workers (Docker's budget is 2 x CPUs)
+    """Every task x model the definition asks for, in its order."""
+    log_dir: str | None = None
+    """The definition's own log_dir, if it passed one."""
+    max_samples: int | None = None
+    """The definition's own max_samples (samples at once per task), if it set one."""
+    max_sandboxes: int | None = None
+    """The definition's own max_sandboxes (sandboxes at once), if it set one."""
+    max_tasks: int | None = None
+    """The definition's own max_tasks (tasks running at once), if it set one."""
+    cpus: int = 1
+    """CPUs of the host that will run the workers (Docker's sandbox budget is 2 x CPUs)."""
 
 
 # ---------- workers ----------
@@ -74,26 +101,45 @@ class Capture(BaseModel):
 class WorkerProcess(BaseModel):
     """A per-task eval worker: a detached process running the definition in selection mode."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     worker_id: str
-    tasks: list[str]  # task identifiers it runs
+    """The run's name for it ("w0001"), unique within the run."""
+    tasks: list[str]
+    """Identifiers of the tasks it runs."""
     pid: int
-    create_time: float  # with pid, tells this process from a later one reusing the pid
-    socket: str  # Inspect control socket
-    output: str  # stdout/stderr file
+    """Its operating-system process id."""
+    create_time: float
+    """Its start time as psutil reports it (seconds since the epoch): with pid, tells this
+    process from a later one reusing the pid."""
+    socket: str
+    """Path of its Inspect control socket."""
+    output: str
+    """Path of the file its stdout and stderr go to."""
     started_at: datetime
-    # hosts: where it runs when not on the workspace's host (its host id and activity queue;
-    # empty: the workspace's host, whose queue is the run's own)
+    """When Steward spawned it."""
     host: str = ""
+    """Id of the host it runs on when not the workspace's (empty: the workspace's host)."""
     queue: str = ""
+    """The activity task queue of that host (empty: the run's own, the workspace's host)."""
 
 
 # ---------- observation ----------
 class Progress(BaseModel):
+    """A task's sample counts; a sample counts once per epoch."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     total: int = 0
+    """Samples planned (samples x epochs)."""
     completed: int = 0
+    """Samples finished without error."""
     errored: int = 0
+    """Samples finished with an error."""
     in_flight: int = 0
+    """Samples running now (known only while the control socket answers)."""
     cancelled: int = 0
+    """Samples cancelled (known only from the control socket)."""
 
     @property
     def done(self) -> int:
@@ -104,189 +150,354 @@ class WorkerPulse(BaseModel):
     """A watch's heartbeat: how the worker is doing now. Read from the workflow's pending
     activities (`describe()`), never recorded in the history."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     worker_id: str
+    """The worker it is about."""
     pid: int
+    """The worker's process id."""
     at: datetime
-    progress: dict[str, Progress] = Field(default_factory=dict)  # task identifier -> progress
+    """When the watch took this reading."""
+    progress: dict[str, Progress] = Field(default_factory=dict)
+    """Task identifier -> its progress."""
     source: Literal["socket", "log"] | None = None
-    moved_at: datetime | None = None  # when progress last moved
-    answered_at: datetime | None = None  # when the control socket last answered
-    logged_at: datetime | None = None  # newest write to one of its tasks' logs
-    success_at: datetime | None = None  # when every task's newest log was first seen success
-    # Its connections (when the watch reads them): cumulative rate-limit retries of the
-    # process, its controllers' lowest live limit and highest ceiling, and since when it has
-    # been held at its ceiling, clean, with more samples waiting than connections.
+    """Where the progress was read: the control socket, the log, or nowhere yet (None)."""
+    moved_at: datetime | None = None
+    """When progress last moved."""
+    answered_at: datetime | None = None
+    """When the control socket last answered."""
+    logged_at: datetime | None = None
+    """Time of the newest write to one of its tasks' logs."""
+    success_at: datetime | None = None
+    """When every task's newest log was first seen success."""
     rate_limit_retries: int | None = None
+    """Rate-limit retries of the process so far, cumulative (None: its connections unread)."""
     connection_limit: int | None = None
+    """Lowest live connection limit of its controllers (connections)."""
     connection_ceiling: int | None = None
+    """Highest connection ceiling of its controllers (connections)."""
     saturated_since: datetime | None = None
+    """Since when it has been held at its ceiling, clean, with more samples waiting than
+    connections (None: it is not)."""
 
 
 class TaskObservation(BaseModel):
+    """What one observation saw of one task."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     identifier: str
-    ramp: RampReading | None = None  # concurrency figures, while its worker answers
-    progress: Progress | None = None  # None: nothing known yet
-    log: str | None = None  # newest log of the task
+    """The task's identifier."""
+    ramp: RampReading | None = None
+    """Concurrency figures, while its worker answers."""
+    progress: Progress | None = None
+    """Its progress; None: nothing known yet."""
+    log: str | None = None
+    """Path of the task's newest log."""
     log_status: Literal["started", "success", "cancelled", "error"] | None = None
+    """That log's status (None: no log)."""
     source: Literal["socket", "log", "none"] = "none"
-    usage: dict[str, ModelTokens] | None = None  # the newest log's tokens per model
+    """Where the progress was read: the control socket, the log, or nowhere."""
+    usage: dict[str, ModelTokens] | None = None
+    """The newest log's tokens per model (None: not read)."""
 
 
 class Observation(BaseModel):
-    alive: dict[str, bool] = Field(default_factory=dict)  # worker_id -> alive
+    """What a tend's look at the world found: which workers live and how each task stands."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    alive: dict[str, bool] = Field(default_factory=dict)
+    """Worker id -> whether its process is alive (a worker left out is presumed alive)."""
     tasks: dict[str, TaskObservation] = Field(default_factory=dict)
-    anomalies: list[Anomaly] | None = None  # when asked; None: not looked for
-    anomaly_problem: str | None = None  # looking failed (the rest of the observation stands)
-    healthy: list[str] = Field(default_factory=list)  # suspects healthy in their newest log
-    orphaned: str | None = None  # orphan-v1: why the run's workspace is no longer its own
+    """Task identifier -> what was seen of it."""
+    anomalies: list[Anomaly] | None = None
+    """Anomalies found in the logs, when asked; None: not looked for."""
+    anomaly_problem: str | None = None
+    """Why looking for anomalies failed (the rest of the observation stands)."""
+    healthy: list[str] = Field(default_factory=list)
+    """Suspect samples ("id@epoch") healthy in their newest log."""
+    orphaned: str | None = None
+    """orphan-v1: why the run's workspace is no longer its own (None: it is)."""
 
 
 # ---------- run state ----------
 class TaskState(BaseModel):
+    """One task of the run, as the workflow tends it."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     spec: TaskSpec
+    """The task as the definition resolved it."""
     phase: TaskPhase = "pending"
+    """Where the task stands."""
     progress: Progress = Field(default_factory=Progress)
+    """Its progress as last observed."""
     log: str | None = None
+    """Path of its newest log (None: none yet)."""
     log_status: str | None = None
+    """That log's status ("started", "success", "cancelled", "error")."""
     worker_id: str | None = None
-    attempts: int = 0  # workers started for it
-    fruitless: int = 0  # consecutive worker deaths without new completed samples
+    """The worker running it now (None: none)."""
+    attempts: int = 0
+    """Workers started for it."""
+    fruitless: int = 0
+    """Consecutive worker deaths without new completed samples."""
     completed_at_spawn: int = 0
-    max_samples: int = 50  # the setpoint: what new workers start at and the ramp moves
-    pinned: bool = False  # the definition set max_samples: honoured exactly, never ramped
-    ramp_baseline: RampReading | None = None  # last reading, the start of the next window
+    """Its completed samples when its current worker was spawned (did the worker add any?)."""
+    max_samples: int = 50
+    """The setpoint (samples at once): what new workers start at and the ramp moves."""
+    pinned: bool = False
+    """The definition set max_samples: honoured exactly, never ramped."""
+    ramp_baseline: RampReading | None = None
+    """Last ramp reading, the start of the next window."""
     pushback_streak: int = 0
-    budget_clamped: bool = False  # the sandbox budget stopped its climb (journalled once)
-    usage: dict[str, ModelTokens] = Field(default_factory=dict)  # its log's tokens per model
-    extending: str | None = None  # a complete log that now holds too little (a relaunch grew it)
-    exit_cause: str | None = None  # the exception line its last dead worker's own log ended with
-    host: str | None = None  # hosts: the host its last worker ran on (its respawn goes back)
+    """Consecutive ramp windows that saw provider pushback."""
+    budget_clamped: bool = False
+    """The sandbox budget stopped its climb (journalled once)."""
+    usage: dict[str, ModelTokens] = Field(default_factory=dict)
+    """Its log's tokens per model."""
+    extending: str | None = None
+    """A complete log that now holds too little (a relaunch grew the task): its path."""
+    exit_cause: str | None = None
+    """The exception line its last dead worker's own log ended with."""
+    host: str | None = None
+    """hosts: the host its last worker ran on (its respawn goes back there)."""
 
 
 class JournalEvent(BaseModel):
+    """One line of the run's journal."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     seq: int
+    """Its number in the run's journal, counting from 1."""
     at: datetime
+    """When it happened (workflow time)."""
     event: str
+    """What happened, in a few words ("spawned", "signed off")."""
     data: dict[str, Any] = Field(default_factory=dict)
+    """Its particulars, JSON-serialisable."""
 
 
 class WatchLimits(BaseModel):
     """When a live worker is a problem (the run's options, re-read each tend)."""
 
-    start_timeout: float = 600.0  # no log and no control socket this long after spawn: hung
-    unresponsive_after: float = 300.0  # no sign of life this long while it lives: hung
-    linger_after: float = 60.0  # alive this long after every task's log is success: stop it
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    start_timeout: float = 600.0
+    """Seconds after spawn with no log and no control socket: hung."""
+    unresponsive_after: float = 300.0
+    """Seconds with no sign of life while it lives: hung."""
+    linger_after: float = 60.0
+    """Seconds alive after every task's log is success: stop it."""
 
 
 class RunSettings(BaseModel):
     """The options the workflow decides with: resolved at launch, the ramp re-read each tend."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     tend_interval: float = 600.0
+    """Seconds between scheduled tends."""
     stall_after: int = 2
+    """Fruitless respawns before a task is given up on (stalled)."""
     max_workers: int | None = None
+    """Worker processes to pack the run into (None: one per task)."""
     samples_ramp: tuple[int, int] | Literal[False] = (50, 200)
+    """(start, ceiling) of the samples-at-once ramp; False: no automatic ramp."""
     stuck_after: float = 5 * 3600.0
+    """Seconds without activity after which a sample is reported stuck."""
     heartbeat: float | Literal[False] = 3600.0
+    """Seconds between liveness heartbeats while the run progresses; False: none."""
     watch: WatchLimits = Field(default_factory=WatchLimits)
+    """When a live worker is hung or lingering."""
     rules: StandingRules = Field(default_factory=StandingRules)
+    """Standing decision rules (preauthorized rulings, stuck-call cancels, policies)."""
     scan_model: str | Literal[False] | None = None
+    """The model scanners use (None: the eval model; False: ignore SCOUT_SCAN_MODEL)."""
     scanners: list[str] = Field(default_factory=list)
+    """Scanners run in addition to the definition's."""
     capacity_backend: BackendChoice = "auto"
+    """Where sandboxed tasks are counted (auto, docker, kubernetes, none)."""
     kubernetes_namespace: str | None = None
+    """The namespace whose ResourceQuota bounds k8s sandboxes (None: kubeconfig's)."""
     prices: dict[str, Price] = Field(default_factory=dict)
+    """Model (or pattern) -> USD per million tokens."""
     cost_cap: CostCap | None = None
-    # Hosts the task workers may be placed on (None: the workspace's host only; workflows/
-    # placement.py), and how long a silent host stays its tasks' home.
+    """Pause and ask once the run's LLM cost crosses this (None: no cap)."""
     hosts: list[str] | Literal["any"] | None = None
+    """Hosts the task workers may be placed on (None: the workspace's host only;
+    workflows/policy/placement.py)."""
     host_timeout: float = 120.0
+    """Seconds a silent host stays its tasks' home before it is lost."""
 
 
 class RunInput(BaseModel):
+    """What starts (or continues as new) a run's workflow."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     workspace: str
+    """Path of the workspace directory."""
     definition: str
+    """The eval-set definition file, relative to the workspace."""
     host_queue: str
-    log_dir: str  # the log dir Steward chose (used unless the definition names its own)
+    """The activity task queue of the workspace's host."""
+    log_dir: str
+    """The log dir Steward chose (used unless the definition names its own)."""
     settings: RunSettings
+    """The options the run decides with."""
     launched_by: str = ""
-    web_ui: str | None = None  # the Temporal web UI page of this run, when there is one
-    state: RunState | None = None  # carried over continue-as-new
-    capture: Capture | None = None  # resolved by `steward launch` (else the run captures)
-    definition_hash: str | None = None  # of the definition that was launched (drift)
-    store_hits: dict[str, str] = Field(default_factory=dict)  # identifier -> log store path
-    timer: bool = True  # `steward launch --no-timer`: the run tends only when asked
-    # A continued run tends at once unless its handover came between tends with none due (it
-    # then waits on, as the run it continues would have: a disarmed timer stays quiet).
+    """Who launched it."""
+    web_ui: str | None = None
+    """The Temporal web UI page of this run, when there is one."""
+    state: RunState | None = None
+    """The state carried over continue-as-new (None: a new run)."""
+    capture: Capture | None = None
+    """The tasks resolved by `steward launch` (None: the run captures them itself)."""
+    definition_hash: str | None = None
+    """Hash of the definition that was launched (to tell drift)."""
+    store_hits: dict[str, str] = Field(default_factory=dict)
+    """Task identifier -> the log store path that answers it (reused, not run)."""
+    timer: bool = True
+    """False (`steward launch --no-timer`): the run tends only when asked."""
     tend_due: bool = True
+    """A continued run tends at once unless its handover came between tends with none due (it
+    then waits on, as the run it continues would have: a disarmed timer stays quiet)."""
 
 
 class TimerState(BaseModel):
     """The run's own tend timer: armed or not, and at what interval."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     armed: bool = True
-    interval: float | None = None  # armed explicitly at this interval; None: tend_interval
+    """Whether scheduled tends fire."""
+    interval: float | None = None
+    """Seconds, when armed explicitly at an interval; None: tend_interval."""
 
 
 class TimerRequest(BaseModel):
-    interval: float | None = None  # `steward timer arm --interval`; None: the configured one
+    """`steward timer arm`: arm the run's tend timer."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    interval: float | None = None
+    """Seconds (`--interval`); None: the configured tend_interval."""
     by: str = ""
+    """Who asked."""
 
 
 class CostState(BaseModel):
     """Reserved capacity-time, and the cost cap's standing (LLM usage lives on the tasks)."""
 
-    gi_minutes: float = 0.0  # memory reserved x time held, summed
-    usd: float | None = None  # LLM dollars at the last tend (None: no price known)
-    unpriced: list[str] = Field(default_factory=list)  # models with tokens but no price
-    held_since: datetime | None = None  # when the held reservation was last accounted
-    cap_paused: bool = False  # the run is paused because it crossed its cap
-    cap_waived: str | None = None  # the cap (as JSON) an operator chose to continue past
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    gi_minutes: float = 0.0
+    """Memory reserved x time held, summed (GiB-minutes)."""
+    usd: float | None = None
+    """LLM cost in US dollars at the last tend (None: no price known)."""
+    unpriced: list[str] = Field(default_factory=list)
+    """Models with tokens but no price."""
+    held_since: datetime | None = None
+    """When the held reservation was last accounted (None: nothing held)."""
+    cap_paused: bool = False
+    """The run is paused because it crossed its cap."""
+    cap_waived: str | None = None
+    """The cap (as JSON) an operator chose to continue past."""
 
 
 class RunState(BaseModel):
+    """Everything the workflow knows of its run; carried over continue-as-new."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     phase: RunPhase = "capturing"
+    """Where the run stands."""
     error: str | None = None
+    """Why the run failed (phase "failed")."""
     paused: bool = False
+    """No new workers are spawned while paused (running ones go on)."""
     pause_reason: str | None = None
+    """Why it was paused, as the pauser said."""
     ramp_hold: bool = False
+    """The ramp climbs no setpoint (it still cuts on pushback)."""
     ramp_hold_reason: str | None = None
-    options_problem: str | None = None  # _steward.yaml unreadable at the last tend
+    """Why the ramp is held, as the holder said."""
+    options_problem: str | None = None
+    """Why _steward.yaml was unreadable at the last tend (None: read)."""
     cancel_reason: str | None = None
+    """Why the run was cancelled."""
     log_dir: str = ""
-    sandbox_budget: int | None = None  # fleet-wide bound on sandboxed tasks' setpoints; None: none
-    max_tasks: int | None = None  # tasks running at once (the definition's); None: all
+    """The log dir the run writes to (the definition's own, or Steward's choice)."""
+    sandbox_budget: int | None = None
+    """Fleet-wide bound on sandboxed tasks' summed setpoints (samples); None: none."""
+    max_tasks: int | None = None
+    """Tasks running at once (the definition's); None: all."""
     tasks: list[TaskState] = Field(default_factory=list)
+    """Every task of the run, in the definition's order."""
     workers: dict[str, WorkerProcess] = Field(default_factory=dict)
-    lost_hosts: dict[str, datetime] = Field(default_factory=dict)  # host -> last heard, lost
-    host_losses: list[HostLost] = Field(default_factory=list)  # told, for the next tend
+    """Worker id -> the worker process, for those believed alive."""
+    lost_hosts: dict[str, datetime] = Field(default_factory=dict)
+    """Host id -> when it was last heard from, for hosts judged lost."""
+    host_losses: list[HostLost] = Field(default_factory=list)
+    """Host losses told to the run, for the next tend to act on."""
     worker_counter: int = 0
+    """Workers ever spawned by the run (numbers the next worker id)."""
     tend_count: int = 0
+    """Tends done."""
     started_at: datetime | None = None
+    """When the run started."""
     finished_at: datetime | None = None
+    """When it last finished, failed or was cancelled (None: it has not, or was reopened)."""
     last_tend_at: datetime | None = None
+    """When the last tend ran."""
     next_tend_at: datetime | None = None
+    """When the timer's next tend is due (None: none scheduled)."""
     journal_seq: int = 0
+    """Seq of the newest journal event."""
     pending_journal: list[JournalEvent] = Field(default_factory=list)
+    """Journal events not yet written to the workspace."""
     triage: Triage = Field(default_factory=Triage)
-    outbox: list[Notice] = Field(default_factory=list)  # notifications not yet delivered
-    notify_problem: str | None = None  # why the last delivery failed (journalled on change)
-    tend_problems: list[str] = Field(default_factory=list)  # reasons already notified
-    # Why the last workspace write failed (its journal stays in pending_journal); None: written.
+    """Anomaly classes, decisions and their rulings."""
+    outbox: list[Notice] = Field(default_factory=list)
+    """Notifications not yet delivered."""
+    notify_problem: str | None = None
+    """Why the last delivery failed (journalled on change)."""
+    tend_problems: list[str] = Field(default_factory=list)
+    """Reasons of failed tends already notified (each is notified once)."""
     workspace_problem: str | None = None
+    """Why the last workspace write failed (its journal stays in pending_journal); None:
+    written."""
     last_heartbeat_at: datetime | None = None
+    """When the last liveness heartbeat was sent."""
     scanned_logs: list[str] = Field(default_factory=list)
-    scanning_logs: list[str] = Field(default_factory=list)  # what the running scan reads
+    """Paths of the logs already scanned."""
+    scanning_logs: list[str] = Field(default_factory=list)
+    """Paths of the logs the running scan reads."""
     scan_problem: str | None = None
+    """Why the last scan failed (None: it did not)."""
     signoff: Signoff | None = None
+    """The signoff, once signed off."""
     capacity: CapacityState = Field(default_factory=CapacityState)
+    """The run's standing with its capacity domain (queued, admitted, what it holds)."""
     cost: CostState = Field(default_factory=CostState)
-    definition_hash: str | None = None  # of the definition committed last (launch or amend)
-    drift: list[str] = Field(default_factory=list)  # delta lines of an edit not launched
-    drift_hash: str | None = None  # the edited definition the drift lines describe
-    reused: list[str] = Field(default_factory=list)  # task names satisfied from the log store
+    """Reserved capacity-time and the cost cap's standing."""
+    definition_hash: str | None = None
+    """Hash of the definition committed last (launch or amend)."""
+    drift: list[str] = Field(default_factory=list)
+    """Delta lines of an edit of the definition not launched."""
+    drift_hash: str | None = None
+    """Hash of the edited definition the drift lines describe."""
+    reused: list[str] = Field(default_factory=list)
+    """Names of the tasks satisfied from the log store."""
     timer: TimerState = Field(default_factory=TimerState)
-    restart_workers: list[str] = Field(default_factory=list)  # hung workers ruled `restart`
-    # budget-v1: endpoint -> the connection budget its workers share
+    """The run's own tend timer."""
+    restart_workers: list[str] = Field(default_factory=list)
+    """Ids of hung workers ruled `restart`, for the next tend."""
     providers: dict[str, ProviderBudget] = Field(default_factory=dict)
+    """budget-v1: endpoint -> the connection budget its workers share."""
 
     def task(self, identifier: str) -> TaskState:
         return next(t for t in self.tasks if t.spec.identifier == identifier)
@@ -303,6 +514,10 @@ class RunState(BaseModel):
 
 
 class Notice(BaseModel):
+    """A notification to deliver (through Apprise)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     kind: Literal[
         "decision",
         "finished",
@@ -313,65 +528,123 @@ class Notice(BaseModel):
         "orphaned",
         "host_lost",
     ]
+    """What it is about."""
     text: str
+    """Its message, as the reader sees it."""
 
 
 class Signoff(BaseModel):
+    """The run's signoff: who accepted its results, and what became of its logs."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     by: str
+    """Who signed off."""
     at: datetime
+    """When."""
     publish: bool = False
+    """Whether the final logs were to be published to the log store."""
     published: list[str] = Field(default_factory=list)
+    """Where they were published (paths in the log store)."""
     archived: list[str] = Field(default_factory=list)
+    """Where the logs that were not final went (paths in the archive)."""
     logs: list[str] = Field(default_factory=list)
+    """Paths of the final logs, one per complete task."""
 
 
 class TendSummary(BaseModel):
+    """What one tend did."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     tend: int
+    """Its number (the run's tend_count)."""
     at: datetime
+    """When it ran."""
     phase: RunPhase
+    """The run's phase after it."""
     paused: bool
-    spawned: list[str] = Field(default_factory=list)  # task names
+    """Whether the run was paused after it."""
+    spawned: list[str] = Field(default_factory=list)
+    """Names of the tasks it spawned workers for."""
     completed: list[str] = Field(default_factory=list)
+    """Names of the tasks it found complete."""
     stalled: list[str] = Field(default_factory=list)
+    """Names of the tasks it gave up on."""
     restarted: list[str] = Field(default_factory=list)
-    raised: list[str] = Field(default_factory=list)  # decision ids
-    applied: int = 0  # ruling effects carried out
-    problem: str | None = None  # why the tend could not run in full
+    """Names of the tasks sent back to pending to run again (their worker died or its host was
+    lost)."""
+    raised: list[str] = Field(default_factory=list)
+    """Ids of the decisions it raised."""
+    applied: int = 0
+    """Ruling effects carried out."""
+    problem: str | None = None
+    """Why the tend could not run in full."""
     samples_done: int = 0
+    """Samples done across the run after it."""
     samples_total: int = 0
+    """Samples planned across the run."""
 
 
 class RunStatus(BaseModel):
     """What `steward status` shows: the state plus where the run lives."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     workflow_id: str
+    """The run's Temporal workflow id."""
     run_id: str | None = None
+    """The Temporal run id of its current execution."""
     workspace: str
+    """Path of the workspace directory."""
     state: RunState
+    """The run's state."""
     tend_interval: float
+    """Seconds between scheduled tends."""
     web_ui: str | None = None
-    host_queue: str = ""  # the workspace's host (a worker with no queue of its own runs there)
-    # Filled in by the reader from the watches' heartbeats (workflows/policy/worker_watch.py):
+    """The Temporal web UI page of this run, when there is one."""
+    host_queue: str = ""
+    """The workspace's host queue (a worker with no queue of its own runs there)."""
     live: list[WorkerPulse] = Field(default_factory=list)
-    progress_at: dict[str, datetime] = Field(default_factory=dict)  # identifier -> as of when
+    """The watches' newest heartbeats, filled in by the reader
+    (workflows/policy/worker_watch.py)."""
+    progress_at: dict[str, datetime] = Field(default_factory=dict)
+    """Task identifier -> when its progress was read (filled in by the reader)."""
     read_at: datetime | None = None
+    """When the reader filled in the live part."""
 
 
 class RunEvent(BaseModel):
     """A journal event a pure decision asks for (the workflow journals it)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     event: str
+    """What happened, in a few words."""
     data: dict[str, Any] = Field(default_factory=dict)
+    """Its particulars, JSON-serialisable."""
 
 
 class CommandNote(BaseModel):
+    """An operator's command with no argument of its own (pause, resume, ramp hold...)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     reason: str = ""
+    """Why, as the operator said."""
     by: str = ""
+    """Who."""
 
 
 class CancelRequest(BaseModel):
+    """`steward cancel`."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     reason: str = ""
+    """Why, as the operator said."""
     by: str = ""
+    """Who."""
 
 
 RunInput.model_rebuild()
@@ -381,21 +654,36 @@ RunInput.model_rebuild()
 
 
 class SignoffRequest(BaseModel):
+    """`steward signoff`."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     by: str
+    """Who signs off."""
     publish: bool = False
+    """Publish the final logs to the log store."""
 
 
 class CollectView(BaseModel):
     """What `steward collect` returns: open decisions, classes, standing rules, and the
     journal events the workflow holds that are newer than the cursor."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     decisions: list[dict[str, Any]]
+    """The open decisions, as JSON."""
     classes: list[dict[str, Any]]
+    """Every anomaly class, as JSON."""
     events: list[JournalEvent]
+    """Journal events newer than the cursor asked for, among those the workflow holds."""
     cursor: int
+    """Seq of the newest journal event: the cursor to pass next time."""
     policies: list[str] = Field(default_factory=list)
+    """Rules an agent applies, as prose."""
     phase: RunPhase
+    """Where the run stands."""
     unattended: bool = False
+    """Some of the agent's open items went to the operator: no agent collected in time."""
 
 
 RunState.model_rebuild()
