@@ -82,9 +82,13 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     no state, and one copy of them means one copy of each pydantic class (a sandbox-local copy
     of a model fails validation against the passed-through one)."""
     return SandboxedWorkflowRunner(
-        # inspect_ai too: a process that ran an eval has Inspect's logging filter on its
-        # handlers, and a workflow's log line would otherwise import Inspect inside the sandbox.
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("steward.workflows", "inspect_ai")
+        # inspect_ai and rich too: a process that ran an eval has Inspect's rich logging handler,
+        # and a workflow's log line (the SDK's own, when a workflow task fails) would otherwise
+        # import them inside the sandbox, where rich half-imports and the failure's message
+        # becomes "cannot import name 'AnsiDecoder'" instead of the workflow's own.
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(
+            "steward.workflows", "inspect_ai", "rich"
+        )
     )
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from steward.workflows.policy import decisions, healing, rulings
 from steward.workflows.policy.decisions import StandingRules, Triage
-from tests.unit.test_decisions_policy import NOW, absorb, error, rule
+from tests.unit.test_decisions_policy import NOW, error, rule
 
 REF = "evalset.py@flaky#1/steward/offline/abc#{}@1"
 
 
 def by_sample(triage: Triage, anomalies, tend=1):
-    return decisions.absorb(triage, anomalies, StandingRules(), now=NOW, tend=tend, by_sample=True)
+    return decisions.absorb(triage, anomalies, StandingRules(), now=NOW, tend=tend)
 
 
 def test_a_sample_read_again_from_a_resumed_log_is_counted_once():
@@ -24,10 +24,6 @@ def test_a_sample_read_again_from_a_resumed_log_is_counted_once():
     by_sample(triage, [error(1, uuid="b1"), error(2, uuid="b2")], tend=2)
     (cls,) = triage.classes
     assert len(cls.instances) == 3
-    by_uuid = Triage()
-    absorb(by_uuid, [error(1, uuid="a1"), error(2, uuid="a2"), error(3, uuid="a3")])
-    absorb(by_uuid, [error(1, uuid="b1"), error(2, uuid="b2")], tend=2)
-    assert len(by_uuid.classes[0].instances) == 5  # what runs before heal-v1 still do
 
 
 def test_a_rerun_that_fails_again_is_a_new_instance_even_by_sample():

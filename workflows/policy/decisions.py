@@ -52,6 +52,23 @@ EDITS = {"exclude", "zero"}  # score edits, re-applied when a task's log is repl
 LIVE_VERDICTS = {"cancel_tool", "retry", "cancel", "approve", "reject", "terminate"}
 
 
+# Verdicts the run carries out itself, at the ruling (not an activity on the logs or a worker):
+# the one description of what they do; eval_run_triage.py has a step of that name for each.
+RunStep = Literal["respawn_task", "give_up_task", "restart_worker", "waive_cost_cap", "cancel_run"]
+RUN_STEPS: dict[tuple[str, str], RunStep] = {
+    ("stalled_task", "retry"): "respawn_task",  # its fruitless count starts again
+    ("stalled_task", "give_up"): "give_up_task",  # the run finishes without it
+    ("hung_worker", "restart"): "restart_worker",  # stopped at the next tend, its tasks respawn
+    ("cost_cap", "continue"): "waive_cost_cap",  # resumed; this cap does not pause it again
+    ("cost_cap", "cancel"): "cancel_run",
+}
+
+
+def run_step(kind: str, verdict: str) -> RunStep | None:
+    """What the run itself does when the operator rules `verdict` on a class of `kind`."""
+    return RUN_STEPS.get((kind, verdict))
+
+
 def needs_effect(kind: str, verdict: str) -> bool:
     """Whether a verdict is carried out by an activity (else it is recorded, or the workflow
     itself applies it: a stalled task's retry / give up)."""
@@ -300,13 +317,12 @@ def absorb(
     *,
     now: datetime,
     tend: int,
-    by_sample: bool = False,
 ) -> TriageOutcome:
     """Group anomalies into classes (in place); raise decisions for what needs judgement.
 
     An anomaly seen before (same key) adds nothing, so a restart never double-counts. A sample
     that errors again after a rerun ruling is a `rerun_failed` anomaly: the operator decides.
-    `by_sample` counts each errored (id, epoch) once, whichever log it was read from.
+    Each errored (id, epoch) counts once, whichever log it was read from.
     """
     outcome = TriageOutcome()
     known = {i.key for c in triage.classes for i in c.instances}
@@ -317,9 +333,9 @@ def absorb(
     for anomaly in anomalies:
         if anomaly.kind == "sample_error" and anomaly.sample_ref in triage.reruns:
             anomaly = anomaly.model_copy(update={"kind": "rerun_failed"})
-            if by_sample and (anomaly.sample_ref, anomaly.uuid) in seen_runs:
+            if (anomaly.sample_ref, anomaly.uuid) in seen_runs:
                 continue
-        key = anomaly.sample_key if by_sample else anomaly.key
+        key = anomaly.sample_key
         if key in known:
             continue
         known.add(key)

@@ -14,7 +14,8 @@ Where each concern lives (each module takes one `RunContext`, eval_run_context.p
 | module | concern |
 |---|---|
 | eval_run.py | this class: the loop and every handler, each a few lines that delegate |
-| eval_run_context.py | input, state, patch flags, activities, journal, workspace write, outbox |
+| eval_run_context.py | input, state, activities, journal, workspace write, outbox |
+| eval_run_versions.py | which runs this release continues; the patch flags left, each with its date |
 | eval_run_tend.py | one tend's steps: observe → apply → ramp → triage → spawn → publish |
 | eval_run_ramp.py | live options and the ramp applied (setpoint_plan.py decides) |
 | eval_run_triage.py | error classes, rulings, healing, the cost cap (and older runs' scan) |
@@ -30,8 +31,8 @@ Where each concern lives (each module takes one `RunContext`, eval_run_context.p
 Adding a step: write the decision as a pure function over the state that returns actions as
 data (tested without Temporal), and its calls in the `eval_run_*` module of its concern; call
 it from the tend or a handler here. A step that adds or reorders commands (activities, timers,
-markers) in existing runs needs a `workflow.patched` flag in `Patches` and a recorded history
-in tests/histories.
+markers) in existing runs needs a `workflow.patched` flag and a recorded history in
+tests/histories; eval_run_versions.py lists every flag left and when it goes.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.run import eval_run_lifecycle as lifecycle
     from steward.workflows.run import eval_run_tend as tending
     from steward.workflows.run import eval_run_triage as triage
-    from steward.workflows.run.eval_run_context import Patches, RunContext
+    from steward.workflows.run import eval_run_versions as versions
+    from steward.workflows.run.eval_run_context import RunContext
     from steward.workflows.run.eval_run_watch import watch_all
     from steward.workflows.views import eval_run_views as views
 
@@ -80,8 +82,10 @@ class EvalRun:
     @workflow.init
     def __init__(self, run_input: RunInput) -> None:
         # From the input, not in run(): a command can arrive in the very first activation of a
-        # continued-as-new run, before run() starts, and must see the carried state and flags.
-        self._ctx = RunContext(run_input, Patches.read())
+        # continued-as-new run, before run() starts, and must see the carried state. A run this
+        # release does not continue stops here, before any command (eval_run_versions.py).
+        versions.read_at_start()
+        self._ctx = RunContext(run_input)
 
     # ---------------------------------------------------------------- the loop
     @workflow.run
@@ -108,13 +112,12 @@ class EvalRun:
             ctx.journal("launched", definition=run_input.definition, by=run_input.launched_by)
             if not await lifecycle.capture(ctx):
                 return
-            if ctx.patches.capacity:
-                await run_capacity.admit(ctx, "launch")
+            await run_capacity.admit(ctx, "launch")
         else:
             watch_all(ctx)  # re-adopt the workers a continued run carries over
             ctx.show_details()  # a continued run's page says where it stands before its tend
         # A continued run whose handover came between tends waits out the timer it carries.
-        due = run_input.state is None or run_input.tend_due or not ctx.patches.handover
+        due = run_input.state is None or run_input.tend_due
         deadline = None if due else state.next_tend_at
 
         while state.phase not in TERMINAL_PHASES:
@@ -134,19 +137,14 @@ class EvalRun:
                 due = True  # admitted: its first tend starts it
                 continue
             if due:
-                if ctx.patches.watch:
-                    ctx.wake = False  # what arrives during the tend wakes the next one
+                ctx.wake = False  # what arrives during the tend wakes the next one
                 await self._tend_locked()
                 if state.phase in TERMINAL_PHASES:
                     return
-                if state.phase == "finished" and not ctx.patches.decisions:
-                    return
-                if not ctx.patches.watch:
-                    ctx.wake = False
             due = await self._wait_for_next_tend(deadline)
             deadline = None
             if _history_full() and ctx.cancel is None:
-                if ctx.patches.scan_widen and ctx.scanning:
+                if ctx.scanning:
                     # A handover would cut the scans beside the run off (their work redone by
                     # the next run): hand over once they have ended (tending meanwhile on
                     # events and on the timer, which the history-full wait cannot).
@@ -155,27 +153,22 @@ class EvalRun:
                 # Tends driven by updates grow the history too: hand over between tends.
                 if not await self._handlers_settled():
                     continue  # a cancel came meanwhile: the loop carries it out first
-                if state.phase in TERMINAL_PHASES and ctx.patches.handler_tends:
+                if state.phase in TERMINAL_PHASES:
                     return  # a signoff that waited for a tend has ended the run
                 due = due or ctx.wake
                 workflow.continue_as_new(
                     ctx.input.model_copy(update={"state": state, "tend_due": due})
                 )
-            due = due or not ctx.patches.handover
 
     async def _handlers_settled(self) -> bool:
         """Wait until no handler runs and no tend holds the lock, so the run can hand over.
-        With `handler-tends-v1` a handler may be waiting for a tend meanwhile (a signoff
-        waiting for the scan the next tend starts or takes in): the run tends when woken, and a
-        cancel ends the wait (False). Before it, both waited here for each other for ever."""
+        A handler may be waiting for a tend meanwhile (a signoff waiting for the scan the next
+        tend starts or takes in): the run tends when woken, and a cancel ends the wait (False)."""
         ctx = self._ctx
 
         def idle() -> bool:
             return workflow.all_handlers_finished() and not ctx.lock.locked()
 
-        if not ctx.patches.handler_tends:
-            await workflow.wait_condition(idle)
-            return True
         while True:
             await workflow.wait_condition(lambda: idle() or ctx.wake or ctx.cancel is not None)
             if ctx.cancel is not None:
@@ -226,8 +219,7 @@ class EvalRun:
         return ctx.wake or ctx.cancel is not None
 
     def _timer_due(self) -> bool:
-        ctx = self._ctx
-        return ctx.next_tend_at() is not None if ctx.patches.watch else ctx.state.timer.armed
+        return self._ctx.next_tend_at() is not None
 
     async def _tend_locked(self) -> TendSummary:
         async with self._ctx.lock:
@@ -378,8 +370,7 @@ class EvalRun:
     @workflow.update
     async def signoff(self, request: SignoffRequest) -> Signoff:
         """Sign the run off: curate the log dir, finalize journal and status, stop tending."""
-        if self._ctx.patches.scan:
-            await eval_run_scan.wait_for_scan(self._ctx)
+        await eval_run_scan.wait_for_scan(self._ctx)
         async with self._ctx.lock:
             return await lifecycle.signoff(self._ctx, request)
 

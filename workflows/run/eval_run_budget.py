@@ -77,8 +77,7 @@ async def rebalance(
         ramp = reading.ramp if reading is not None else None
         if task.worker_id and ramp is not None and ramp.connection_ceiling is not None:
             seen[task.worker_id] = ramp.connection_ceiling
-    now = workflow.now() if ctx.patches.budget_episode else None
-    plan = connection_plan.rebalance(state, windows, seen, now)
+    plan = connection_plan.rebalance(state, windows, seen, workflow.now())
     ctx.journal_events(plan.events)
     await _apply(ctx, plan.changes)
     if plan.learned:

@@ -1,8 +1,8 @@
 """What every step of an EvalRun works with: one `RunContext` per workflow instance.
 
-The context carries the run's input and state, the patch flags read once at start, the
-commands that arrived (cancel, wake), and the calls a step makes to the world: activities on
-the workspace host's queue, the journal, the workspace write and the search attributes. Steps
+The context carries the run's input and state, the commands that arrived (cancel, wake), and
+the calls a step makes to the world: activities on the workspace host's queue, the journal, the
+workspace write and the search attributes. Steps
 in the sibling `eval_run_*` modules take it explicitly, so a step reads as a function of the
 run and nothing else.
 """
@@ -10,7 +10,6 @@ run and nothing else.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,60 +44,10 @@ UNTIL_DONE = RetryPolicy(
 )
 
 
-@dataclass(frozen=True)
-class Patches:
-    """Which features this run's history has. Runs recorded before a feature replay without it
-    (tests/histories keeps one of each). Read once, before any handler can look at them."""
-
-    decisions: bool  # decisions, notifications and signoff (older runs ended at "finished")
-    capacity: bool  # admission through the capacity ledger
-    delta: bool  # drift reports
-    timer: bool  # the tend interval follows _steward.yaml edits
-    watch: bool  # a heartbeating watch per task worker; its exits and hangs wake the run
-    heal: bool  # errored samples a resumed task completed leave their classes; each counted once
-    scan: bool  # each complete task is scanned beside the run, never inside a tend
-    budget: bool  # one connection budget per provider, shared by the run's workers
-    handover: bool  # a continue-as-new between tends does not tend on arrival unless one is due
-    settle: bool  # a signoff waits for the scan of logs completed since the last tend, too
-    scan_pair: bool  # once eval work ends, a second scan runs beside one started narrow
-    handler_tends: bool  # a full history still tends for a handler that waits for a tend
-    orphan: bool  # a run whose workspace is gone (or another run's) ends `orphaned`
-    scan_widen: bool  # a running scan takes the connections of one that ended beside it
-    budget_episode: bool  # a budget moves once per pushback episode, and not back into it
-
-    @classmethod
-    def read(cls) -> Patches:
-        # The order is the order of the markers in recorded histories: keep it.
-        return cls(
-            decisions=workflow.patched("decisions-v1"),
-            capacity=workflow.patched("capacity-v1"),
-            delta=workflow.patched("delta-v1"),
-            timer=workflow.patched("timer-v1"),
-            watch=workflow.patched("watch-v1"),
-            heal=workflow.patched("heal-v1"),
-            scan=workflow.patched("scan-v2"),
-            budget=workflow.patched("budget-v1"),
-            handover=workflow.patched("handover-v1"),
-            settle=workflow.patched("settle-v1"),
-            scan_pair=workflow.patched("scan-pair-v1"),
-            handler_tends=workflow.patched("handler-tends-v1"),
-            orphan=workflow.patched("orphan-v1"),
-            scan_widen=workflow.patched("scan-widen-v1"),
-            budget_episode=workflow.patched("budget-episode-v1"),
-        )
-
-    @staticmethod
-    def ramp() -> bool:
-        """The ramp. Read at the first tend, where older histories recorded its marker (reading
-        it earlier would replay them without it); the SDK remembers the answer."""
-        return workflow.patched("ramp-v1")
-
-
 class RunContext:
-    def __init__(self, run_input: RunInput, patches: Patches) -> None:
+    def __init__(self, run_input: RunInput) -> None:
         self.input = run_input
         self.state = run_input.state if run_input.state is not None else RunState()
-        self.patches = patches
         self.lock = asyncio.Lock()  # one tend, amend or signoff at a time
         self.cancel: CancelRequest | None = None
         self.wake = False  # a command asks for a tend now
@@ -107,11 +56,11 @@ class RunContext:
         self.worker_ends: list[WorkerEnd] = []  # what the watches reported since the last tend
         self.subscribed_hosts: list[str] = []  # hosts: what the registry was last told
         self.scanning = False  # the integrity scan runs (a signoff waits for it)
-        self.scans_running = 0  # scan-pair-v1: how many (a second may run beside the first)
-        self.scan_job: asyncio.Task[None] | None = None  # scan-v2: the scan beside the run
-        self.scan_shares: dict[str, int] = {}  # scan-widen-v1: running scan -> its connections
-        self.scan_counter = 0  # scan-widen-v1: names each scan for its query
-        self.scan_outcomes: list[Any] = []  # scan-v2: finished scans the next tend takes in
+        self.scans_running = 0  # how many (a second may run beside the first)
+        self.scan_job: asyncio.Task[None] | None = None  # the scan beside the run
+        self.scan_shares: dict[str, int] = {}  # running scan -> its connections
+        self.scan_counter = 0  # names each scan for its query
+        self.scan_outcomes: list[Any] = []  # finished scans the next tend takes in
 
     @property
     def settings(self) -> RunSettings:
@@ -130,7 +79,7 @@ class RunContext:
     def next_tend_at(self) -> datetime | None:
         """When the timer fires next; None when no timer is due (disarmed, or a finished run
         with nothing to retry: commands wake it)."""
-        if not self.state.timer.armed or (self.patches.watch and waits_for_commands(self.state)):
+        if not self.state.timer.armed or waits_for_commands(self.state):
             return None
         return workflow.now() + timedelta(seconds=self.interval())
 
@@ -241,7 +190,7 @@ class RunContext:
             self.journal("workspace not written", problem=problem, kept=len(state.pending_journal))
         notice = notices.workspace_notice(state, problem)
         state.workspace_problem = problem
-        if notice is not None and self.patches.decisions:
+        if notice is not None:
             state.outbox.append(notice)
             await self.flush_outbox()  # delivery never needs the workspace to be writable
 

@@ -1,16 +1,22 @@
-"""The run's beginning and its two endings: capture (resolve the definition into tasks),
-signoff (curate the log dir and stop tending) and cancel (stop the workers, give capacity
-back, end as cancelled)."""
+"""The run's beginning and its endings: capture (resolve the definition into tasks), signoff
+(curate the log dir and stop tending), and the two endings that stop everything: cancel and
+orphan (stop the workers, give capacity back, end with one notice)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from steward.workflows.activity_io import CaptureRequest, CurateRequest, CurateResult
+    from steward.workflows.activity_io import (
+        CaptureRequest,
+        CurateRequest,
+        CurateResult,
+        StopResult,
+    )
     from steward.workflows.contracts import (
         UNCHANGEABLE_PHASES,
         Capture,
@@ -90,8 +96,6 @@ def signoff_blockers(ctx: RunContext, scan_running_blocks: bool = True) -> list[
 
 def signoff_problem(ctx: RunContext, request: SignoffRequest) -> str | None:
     """Why a signoff is refused before it starts, or None."""
-    if not ctx.patches.decisions:
-        return "This run predates signoff; it ends on its own when finished."
     if not request.by.strip():
         return "Signoff needs a name: pass --by NAME."
     blockers = signoff_blockers(ctx, scan_running_blocks=False)
@@ -100,7 +104,7 @@ def signoff_problem(ctx: RunContext, request: SignoffRequest) -> str | None:
 
 async def signoff(ctx: RunContext, request: SignoffRequest) -> Signoff:
     """Curate the log dir (keep each complete task's log), finalize journal and status."""
-    if ctx.patches.scan and ctx.scan_outcomes:
+    if ctx.scan_outcomes:
         # A scan that ended since the last tend: its findings may block the signoff.
         state = ctx.state
         summary = TendSummary(
@@ -113,9 +117,8 @@ async def signoff(ctx: RunContext, request: SignoffRequest) -> Signoff:
         # Checked again under the lock: a tend may have changed the run since the validator.
         raise ApplicationError("Signoff refused: " + "; ".join(blockers) + ".", non_retryable=True)
     state = ctx.state
-    if ctx.patches.watch:
-        # Never leave a live worker of the run behind (one lingering after its success log).
-        await stop_and_forget(ctx, {w: "signoff" for w in state.workers})
+    # Never leave a live worker of the run behind (one lingering after its success log).
+    await stop_and_forget(ctx, {w: "signoff" for w in state.workers})
     keep = [t.log for t in state.tasks if t.log and t.phase == "complete"]
     curated: CurateResult = await ctx.activity(
         Activity.CURATE_LOGS,
@@ -156,30 +159,21 @@ async def signoff(ctx: RunContext, request: SignoffRequest) -> Signoff:
     return state.signoff
 
 
-# ---------------------------------------------------------------- cancel
+# ---------------------------------------------------------------- the two endings
 async def orphan(ctx: RunContext, reason: str) -> None:
-    """orphan-v1: the run's workspace is gone, or is another run's now. Nothing of it can be
-    written or read any more: stop its workers, give its capacity back, tell people once, and
-    end (`steward runs delete` removes it). Its journal stays in the run's state."""
+    """The run's workspace is gone, or is another run's now. Nothing of it can be written or
+    read any more: stop its workers, give its capacity back, tell people once, and end
+    (`steward runs delete` removes it). Its journal stays in the run's state."""
     state = ctx.state
-    result = await stop_workers(ctx, list(state.workers.values()))
-    state.workers.clear()
-    if ctx.patches.capacity and state.capacity.domain_id is not None:
-        await release(ctx, None, "orphaned")
-    state.phase, state.error = "orphaned", reason
-    state.finished_at, state.next_tend_at = workflow.now(), None
-    ctx.journal("orphaned", reason=reason, stopped=result.stopped_gracefully, killed=result.killed)
-    if ctx.patches.decisions:
-        state.outbox.append(
-            Notice(
-                kind="orphaned",
-                text=f"Orphaned: {reason}. Its workers were stopped and the run has ended "
-                f"({state.samples_done}/{state.samples_total} samples); "
-                f"`steward runs delete {workflow.info().workflow_id}` removes it.",
-            )
-        )
-        await ctx.flush_outbox()
-    ctx.upsert_visibility()
+    result = await _stop_all(ctx, "orphaned")
+    state.error = reason
+    text = (
+        f"Orphaned: {reason}. Its workers were stopped and the run has ended "
+        f"({state.samples_done}/{state.samples_total} samples); "
+        f"`steward runs delete {workflow.info().workflow_id}` removes it."
+    )
+    await _end(ctx, "orphaned", result, text, reason=reason)
+    ctx.upsert_visibility()  # not the workspace: it is not the run's any more
 
 
 async def cancel(ctx: RunContext) -> None:
@@ -188,37 +182,45 @@ async def cancel(ctx: RunContext) -> None:
     state, request = ctx.state, ctx.cancel
     state.phase, state.cancel_reason = "cancelling", request.reason
     ctx.upsert_visibility()
-    result = await stop_workers(ctx, list(state.workers.values()))
-    state.workers.clear()
     for task in state.tasks:
         if task.phase in ("pending", "running"):
             task.phase, task.worker_id = "pending", None
-    if ctx.patches.capacity and state.capacity.domain_id is not None:
-        # Recorded cancelled whether or not the workers stopped: capacity goes back, and
-        # sandbox containers the workers left behind go with it.
-        await release(ctx, None, "cancelled")
-        if state.capacity.backend == "docker":
-            reaped = await ctx.activity(
-                Activity.REAP_SANDBOXES, [ctx.workspace], result_type=list[str], attempts=3
-            )
-            if reaped:
-                ctx.journal("sandboxes reaped", containers=reaped)
-    state.phase, state.finished_at, state.next_tend_at = "cancelled", workflow.now(), None
-    ctx.journal(
-        "cancelled",
-        reason=request.reason,
-        by=request.by,
-        stopped=result.stopped_gracefully,
-        killed=result.killed,
-    )
-    if ctx.patches.decisions:
-        state.outbox.append(
-            Notice(
-                kind="cancelled",
-                text=f"Cancelled by {request.by or 'someone'}: "
-                f"{request.reason or 'no reason given'} "
-                f"({state.samples_done}/{state.samples_total} samples).",
-            )
+    # Recorded cancelled whether or not the workers stopped: capacity goes back, and sandbox
+    # containers the workers left behind go with it.
+    result = await _stop_all(ctx, "cancelled")
+    if state.capacity.domain_id is not None and state.capacity.backend == "docker":
+        reaped = await ctx.activity(
+            Activity.REAP_SANDBOXES, [ctx.workspace], result_type=list[str], attempts=3
         )
-        await ctx.flush_outbox()
+        if reaped:
+            ctx.journal("sandboxes reaped", containers=reaped)
+    text = (
+        f"Cancelled by {request.by or 'someone'}: {request.reason or 'no reason given'} "
+        f"({state.samples_done}/{state.samples_total} samples)."
+    )
+    await _end(ctx, "cancelled", result, text, reason=request.reason, by=request.by)
     await ctx.publish_state()
+
+
+EndPhase = Literal["orphaned", "cancelled"]
+
+
+async def _stop_all(ctx: RunContext, why: str) -> StopResult:
+    """An ending's first steps: stop every worker, forget them, give the capacity back."""
+    state = ctx.state
+    result = await stop_workers(ctx, list(state.workers.values()))
+    state.workers.clear()
+    if state.capacity.domain_id is not None:
+        await release(ctx, None, why)
+    return result
+
+
+async def _end(
+    ctx: RunContext, phase: EndPhase, stopped: StopResult, text: str, **journal: Any
+) -> None:
+    """An ending's last steps: the phase, the journal line, and the one notice."""
+    state = ctx.state
+    state.phase, state.finished_at, state.next_tend_at = phase, workflow.now(), None
+    ctx.journal(phase, **journal, stopped=stopped.stopped_gracefully, killed=stopped.killed)
+    state.outbox.append(Notice(kind=phase, text=text))
+    await ctx.flush_outbox()

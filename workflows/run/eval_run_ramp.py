@@ -1,96 +1,32 @@
-"""The ramp, applied: each tend re-reads the workspace's live options (a run follows
-_steward.yaml edits: ramp range, standing rules, heartbeat, prices, tend interval, the watches'
-limits, and reports
-drift of the definition), plans every task's setpoint (workflows/policy/setpoint_plan.py decides),
-retunes the live workers through their control sockets, and resizes the reservation."""
+"""The ramp, applied: each tend plans every task's setpoint (workflows/policy/setpoint_plan.py
+decides) with the options the tend just read (eval_run_options.py), retunes the live workers
+through their control sockets, and resizes the reservation."""
 
 from __future__ import annotations
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from steward.workflows.activity_io import LiveOptions, LiveOptionsRequest
     from steward.workflows.contracts import Observation
-    from steward.workflows.names import Activity
-    from steward.workflows.policy import notices
     from steward.workflows.policy.ramp import RampWindow
     from steward.workflows.policy.setpoint_plan import plan_setpoints
     from steward.workflows.run import eval_run_hosts
     from steward.workflows.run.eval_run_capacity import resize_reservation
-    from steward.workflows.run.eval_run_change import follow_drift
     from steward.workflows.run.eval_run_context import RunContext
-    from steward.workflows.run.eval_run_watch import watch_all
 
 
 async def ramp(ctx: RunContext, observation: Observation) -> dict[str, RampWindow]:
     """Move each task's sample concurrency by the ramp's rules and apply it live; the windows
     it saw (the connection budgets learn from them later in the tend)."""
-    fresh: LiveOptions = await ctx.activity(
-        Activity.READ_LIVE_OPTIONS,
-        LiveOptionsRequest(workspace=ctx.workspace, definition=ctx.input.definition),
-        result_type=LiveOptions,
-    )
-    if ctx.patches.delta:
-        await follow_drift(ctx, fresh.definition_hash)
-    follow_live_options(ctx, fresh)
-
     state = ctx.state
-    budgeted = ctx.patches.budget and bool(state.providers)
     plan = plan_setpoints(
-        state, observation, ctx.settings, capacity=ctx.patches.capacity, budgeted=budgeted
+        state, observation, ctx.settings, capacity=True, budgeted=bool(state.providers)
     )
     ctx.journal_events(plan.events)
     if plan.changes:
         problems = await eval_run_hosts.apply_setpoints(ctx, plan.changes)
         if problems:
             ctx.journal("setpoint not applied", problems=problems)
-    if ctx.patches.capacity and state.capacity.admitted:
+    if state.capacity.admitted:
         await resize_reservation(ctx, plan.wanted)
     return plan.windows
-
-
-def follow_live_options(ctx: RunContext, fresh: LiveOptions) -> None:
-    """Apply what the workspace's options say now; a broken options file keeps the last good
-    values and is reported once."""
-    state, patches = ctx.state, ctx.patches
-    if patches.timer and fresh.tend_interval and fresh.tend_interval != ctx.settings.tend_interval:
-        ctx.journal(
-            "tend interval changed",
-            previous=ctx.settings.tend_interval,
-            now=fresh.tend_interval,
-            applies=state.timer.interval is None,
-        )
-        ctx.settings = ctx.settings.model_copy(update={"tend_interval": fresh.tend_interval})
-    if patches.watch and fresh.watch is not None and fresh.watch != ctx.settings.watch:
-        ctx.journal(
-            "watch limits changed",
-            previous=ctx.settings.watch.model_dump(),
-            now=fresh.watch.model_dump(),
-        )
-        ctx.settings = ctx.settings.model_copy(update={"watch": fresh.watch})
-        watch_all(ctx)  # the watches judge by the new limits from now
-    if fresh.problem != state.options_problem:
-        state.options_problem = fresh.problem
-        if fresh.problem:
-            ctx.journal("options unreadable", problem=fresh.problem, kept=ctx.settings.samples_ramp)
-            notice = notices.tend_problem_notice(state, f"options unreadable: {fresh.problem}")
-            if notice is not None and patches.decisions:
-                state.outbox.append(notice)
-    if fresh.rules is not None and patches.decisions:
-        # Standing rules, heartbeat and stuck_after follow _steward.yaml edits at once.
-        ctx.settings = ctx.settings.model_copy(
-            update={
-                "rules": fresh.rules,
-                "heartbeat": fresh.heartbeat,
-                "stuck_after": fresh.stuck_after or ctx.settings.stuck_after,
-            }
-        )
-        if patches.capacity and fresh.prices is not None:
-            ctx.settings = ctx.settings.model_copy(
-                update={"prices": fresh.prices, "cost_cap": fresh.cost_cap}
-            )
-    if fresh.samples_ramp is not None and fresh.samples_ramp != ctx.settings.samples_ramp:
-        ctx.journal(
-            "ramp range changed", previous=ctx.settings.samples_ramp, now=fresh.samples_ramp
-        )
-        ctx.settings = ctx.settings.model_copy(update={"samples_ramp": fresh.samples_ramp})

@@ -1,4 +1,4 @@
-"""The scoring-integrity scan keeps pace with the run (behind `scan-v2`): a task's transcripts
+"""The scoring-integrity scan keeps pace with the run: a task's transcripts
 are scanned as soon as the task is complete, while other tasks still run, and never inside a
 tend.
 
@@ -7,9 +7,7 @@ scan runs beside the run (an asyncio task of the workflow, like the watches) and
 the run; the next tend takes its findings in (`take_in`) and starts the next scan for what
 completed meanwhile. A scan started while tasks still ran holds only a share of the provider
 budget; once no eval work is left, what completed since is scanned beside it with the rest of the
-budget (`scan-pair-v1`), not after it. A signoff waits for the running scans and takes their
-findings in first. Runs recorded before `scan-v2` scan inside the tend once every task is settled
-(eval_run_triage.scan).
+budget, not after it. A signoff waits for the running scans and takes their findings in first.
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ class ScanOutcome(BaseModel):
 
 async def start(ctx: RunContext, room: Callable[..., Awaitable[int | None]] | None = None) -> None:
     """Scan the complete logs not scanned yet, unless a scan waits to be taken in; while one
-    runs, only a second one beside it (`_start_beside`). `room` (budget-v1) makes room in the
-    provider budget and says how many connections the scan may hold."""
+    runs, only a second one beside it (`_start_beside`). `room` makes room in the provider budget and says how many connections the scan may hold."""
     state = ctx.state
     if ctx.scan_outcomes:
         return
@@ -61,11 +58,11 @@ async def start(ctx: RunContext, room: Callable[..., Awaitable[int | None]] | No
 
 
 async def _start_beside(ctx: RunContext, room: Callable[..., Awaitable[int | None]] | None) -> None:
-    """scan-pair-v1: a scan started while tasks still ran holds only a share of the budget,
+    """A scan started while tasks still ran holds only a share of the budget,
     and scout cannot widen a running scan. Once no eval work is left, the logs completed since
     are scanned beside it with what the budget has left, instead of waiting for it."""
     state = ctx.state
-    if not ctx.patches.scan_pair or room is None or ctx.scans_running >= MAX_SCANS:
+    if room is None or ctx.scans_running >= MAX_SCANS:
         return
     if policy.open_tasks(state):
         return
@@ -81,9 +78,9 @@ async def _start_beside(ctx: RunContext, room: Callable[..., Awaitable[int | Non
 
 
 def _named(ctx: RunContext, connections: int | None) -> str | None:
-    """scan-widen-v1: a name for a scan that holds connections, under which the run answers
+    """A name for a scan that holds connections, under which the run answers
     how many it may hold now (`EvalRun.scan_connections`)."""
-    if not ctx.patches.scan_widen or not connections:
+    if not connections:
         return None
     ctx.scan_counter += 1
     key = f"scan-{ctx.scan_counter}"
@@ -107,7 +104,7 @@ def headroom(ctx: RunContext, key: str) -> int:
     no eval work is left (the scans then hold the whole budget); shared by the scans running
     in proportion to their shares."""
     share = ctx.scan_shares.get(key)
-    if not (ctx.patches.budget_episode and share and ctx.state.providers):
+    if not (share and ctx.state.providers):
         return 0
     if policy.open_tasks(ctx.state):
         return 0
@@ -123,8 +120,8 @@ async def scan_logs(
     connections: int | None = None,
     key: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The scan activity on `logs` (tried twice); its findings as plain dicts. With `key`
-    (scan-widen-v1) the scan asks the run for its share as it goes."""
+    """The scan activity on `logs` (tried twice); its findings as plain dicts. With `key` the
+    scan asks the run for its share as it goes."""
     request = ScanRequest(
         log_paths=logs,
         results_dir=scans_dir_of(ctx.workspace),
@@ -158,13 +155,13 @@ async def _scan(
     widen_the_other(ctx, key)
     ctx.scan_outcomes.append(outcome)
     ctx.scans_running = max(0, ctx.scans_running - 1)
-    ctx.scanning = ctx.scans_running > 0 if ctx.patches.scan_pair else False
+    ctx.scanning = ctx.scans_running > 0
     ctx.wake = True
 
 
 async def wait_for_scan(ctx: RunContext) -> None:
-    """A signoff waits for the running scan (its findings may still block it). With
-    `settle-v1`, once every task is settled it also waits for the scan of what completed since
+    """A signoff waits for the running scan (its findings may still block it). Once every
+    task is settled it also waits for the scan of what completed since
     (the tend it wakes starts it), unless scanning fails (the signoff then says why)."""
     await workflow.wait_condition(lambda: not ctx.scanning)
     if not scan_pending(ctx):
@@ -174,10 +171,10 @@ async def wait_for_scan(ctx: RunContext) -> None:
 
 
 def scan_pending(ctx: RunContext) -> bool:
-    """settle-v1: every task is settled and some of their logs wait for a scan that will come
+    """Every task is settled and some of their logs wait for a scan that will come
     (one runs, waits to be taken in, or the next tend starts it)."""
     state = ctx.state
-    if not ctx.patches.settle or policy.open_tasks(state) or state.scan_problem is not None:
+    if policy.open_tasks(state) or state.scan_problem is not None:
         return False  # a failing scan is retried at tends: the signoff says why, not waits
     return ctx.scanning or bool(ctx.scan_outcomes) or bool(policy.unscanned_logs(state))
 
@@ -186,11 +183,9 @@ def take_in(ctx: RunContext, summary: TendSummary) -> list[Anomaly]:
     """The finished scans' findings as anomalies (the caller files them); the logs they read
     count as scanned; a failed scan is journalled once per reason and tried again."""
     state, anomalies = ctx.state, []
-    if ctx.scan_outcomes and ctx.patches.scan_pair:
+    if ctx.scan_outcomes:
         done = {log for outcome in ctx.scan_outcomes for log in outcome.logs}
         state.scanning_logs = [log for log in state.scanning_logs if log not in done]
-    elif ctx.scan_outcomes:
-        state.scanning_logs = []
     for outcome in ctx.scan_outcomes:
         if outcome.problem is not None:
             if outcome.problem != state.scan_problem:

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.policy import run_policy as policy
     from steward.workflows.policy.provider_budget import ConnectionShare
     from steward.workflows.run import eval_run_budget, eval_run_hosts, eval_run_scan
+    from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_capacity import (
         account_capacity,
         admit,
@@ -27,17 +28,18 @@ with workflow.unsafe.imports_passed_through():
         queued,
         release,
     )
-    from steward.workflows.run.eval_run_context import Patches, RunContext, cause_of
+    from steward.workflows.run.eval_run_context import RunContext, cause_of
     from steward.workflows.run.eval_run_lifecycle import orphan
+    from steward.workflows.run.eval_run_options import follow_options
     from steward.workflows.run.eval_run_ramp import ramp
-    from steward.workflows.run.eval_run_triage import check_cost_cap, scan, triage
+    from steward.workflows.run.eval_run_triage import check_cost_cap, triage
     from steward.workflows.run.eval_run_watch import exits_of, hung_anomalies
     from steward.workflows.run.eval_run_workers import spawn, stop_lingering_and_restarted
 
 
 def nothing_to_tend(ctx: RunContext) -> bool:
     phase = ctx.state.phase
-    return phase in ENDING_PHASES or (phase == "finished" and not ctx.patches.decisions)
+    return phase in ENDING_PHASES
 
 
 async def tend(ctx: RunContext) -> TendSummary:
@@ -63,43 +65,31 @@ async def tend(ctx: RunContext) -> TendSummary:
         await ctx.flush_outbox()
         await ctx.write_workspace()
         return summary
-    if observation.orphaned is not None and ctx.patches.orphan:
+    if observation.orphaned is not None:
         await orphan(ctx, observation.orphaned)
         summary.phase = state.phase
         return summary
     stalled = await _apply_observation(ctx, observation, summary, exits_of(ends))
     summary.restarted += moved  # from a lost host
-    if ctx.patches.watch:
-        await stop_lingering_and_restarted(ctx, ends, summary)
-        observation.anomalies = (observation.anomalies or []) + hung_anomalies(ctx, ends)
-    windows = await ramp(ctx, observation) if Patches.ramp() else {}
-    if ctx.patches.decisions:
-        await triage(ctx, observation, stalled, summary)
-        if ctx.patches.capacity:
-            check_cost_cap(ctx, summary)
-    if ctx.patches.budget and state.providers:
+    await stop_lingering_and_restarted(ctx, ends, summary)
+    observation.anomalies = (observation.anomalies or []) + hung_anomalies(ctx, ends)
+    versions.read_at_first_tend()
+    await follow_options(ctx)
+    windows = await ramp(ctx, observation)
+    await triage(ctx, observation, stalled, summary)
+    check_cost_cap(ctx, summary)
+    if state.providers:
         # After triage: a scan that ended there has given its connections back.
         await eval_run_budget.rebalance(ctx, observation, windows)
     await _start_work(ctx, summary)
     await _settle_phase(ctx)
-    if ctx.patches.scan:
-        room = eval_run_budget.make_room_for_scan if ctx.patches.budget else None
-        await eval_run_scan.start(ctx, room)
-        await _finish_tend(ctx, summary)
-        return summary
+    await eval_run_scan.start(ctx, eval_run_budget.make_room_for_scan)
     await _finish_tend(ctx, summary)
-    if ctx.patches.watch and not policy.open_tasks(state) and policy.unscanned_logs(state):
-        ctx.scanning = True
-        try:
-            await scan(ctx, summary)
-        finally:
-            ctx.scanning = False
-        await _publish(ctx)
     return summary
 
 
 async def _observe(ctx: RunContext) -> Observation:
-    state, decisions_on = ctx.state, ctx.patches.decisions
+    state = ctx.state
     home = [w for w in state.workers.values() if not w.queue]  # hosts: the rest is theirs
     request = ObserveRequest(
         log_dir=state.log_dir,
@@ -111,18 +101,12 @@ async def _observe(ctx: RunContext) -> Observation:
             tasks=[t.spec for t in state.tasks],
             workers=home,
             stuck_after=ctx.settings.stuck_after,
-            suspects=healing.suspect_refs(state.triage) if ctx.patches.heal else [],
-        )
-        if decisions_on
-        else None,
+            suspects=healing.suspect_refs(state.triage),
+        ),
     )
-    if ctx.patches.orphan:
-        request.workspace, request.workflow_id = ctx.workspace, workflow.info().workflow_id
+    request.workspace, request.workflow_id = ctx.workspace, workflow.info().workflow_id
     return await ctx.activity(
-        Activity.OBSERVE_RUN,
-        request,
-        result_type=Observation,
-        attempts=3 if decisions_on else None,
+        Activity.OBSERVE_RUN, request, result_type=Observation, attempts=3
     )
 
 
@@ -134,9 +118,8 @@ async def _apply_observation(
     state = ctx.state
     outcome = policy.apply_observation(state, observation, ctx.settings.stall_after)
     account_capacity(ctx)
-    if ctx.patches.capacity:
-        priced = policy.llm_cost(state).dollars(ctx.settings.prices)
-        state.cost.usd, state.cost.unpriced = priced[0], priced[1]
+    priced = policy.llm_cost(state).dollars(ctx.settings.prices)
+    state.cost.usd, state.cost.unpriced = priced[0], priced[1]
     for worker_id in outcome.exited_workers:
         end = exits.get(worker_id)
         if end is None:
@@ -176,11 +159,11 @@ async def _start_work(ctx: RunContext, summary: TendSummary) -> None:
     """Ask for capacity if pending work holds none, then spawn what the plan allows."""
     state = ctx.state
     state.phase = policy.run_phase(state)
-    if ctx.patches.capacity and needs_admission(ctx):
+    if needs_admission(ctx):
         await admit(ctx, "resume")
     groups = policy.plan_spawns(state, ctx.settings)
     shares: list[ConnectionShare | None] = [None] * len(groups)
-    if ctx.patches.budget and groups:
+    if groups:
         await eval_run_budget.seed(ctx)
         shares = await eval_run_budget.shares_for(ctx, groups)
     hosts = await eval_run_hosts.placements(ctx, groups)
@@ -193,28 +176,26 @@ async def _settle_phase(ctx: RunContext) -> None:
     """The run's phase after the spawns; a run with nothing open gives its capacity back."""
     state = ctx.state
     state.phase = policy.run_phase(state)
-    if ctx.patches.capacity:
-        if queued(ctx):
-            state.phase = "queued"
-        elif state.capacity.admitted and not policy.open_tasks(state):
-            await release(ctx, None, f"the run is {state.phase}")
+    if queued(ctx):
+        state.phase = "queued"
+    elif state.capacity.admitted and not policy.open_tasks(state):
+        await release(ctx, None, f"the run is {state.phase}")
 
 
 async def _finish_tend(ctx: RunContext, summary: TendSummary) -> None:
     """Mark a finished run, count the tend, notify, and publish the state."""
-    state, decisions_on = ctx.state, ctx.patches.decisions
+    state = ctx.state
     if state.phase == "finished" and state.finished_at is None:
         state.finished_at = workflow.now()
         ctx.journal("finished", samples=state.samples_done, tasks=len(state.tasks))
-        if decisions_on:
-            open_items = len(state.triage.open_decisions())
-            state.outbox.append(
-                Notice(
-                    kind="finished",
-                    text=f"Finished: {state.samples_done}/{state.samples_total} samples; "
-                    f"{open_items} decision(s) open. Sign off with `steward signoff --by NAME`.",
-                )
+        open_items = len(state.triage.open_decisions())
+        state.outbox.append(
+            Notice(
+                kind="finished",
+                text=f"Finished: {state.samples_done}/{state.samples_total} samples; "
+                f"{open_items} decision(s) open. Sign off with `steward signoff --by NAME`.",
             )
+        )
     elif state.phase != "finished":
         state.finished_at = None
     state.tend_count = summary.tend  # counted when done, so status never shows a tend half-way
@@ -235,14 +216,11 @@ async def _finish_tend(ctx: RunContext, summary: TendSummary) -> None:
 async def _publish(ctx: RunContext) -> None:
     """Notify what is due, then show the state as it is now (workspace files, search
     attributes) with when the timer fires next."""
-    state, decisions_on = ctx.state, ctx.patches.decisions
-    if decisions_on:
-        state.outbox.extend(notices.decision_notices(state))
-        heartbeat = notices.heartbeat_notice(state, ctx.settings.heartbeat, workflow.now())
-        if heartbeat is not None:
-            state.outbox.append(heartbeat)
-        await ctx.flush_outbox()
-    state.next_tend_at = (
-        None if state.phase == "finished" and not decisions_on else ctx.next_tend_at()
-    )
+    state = ctx.state
+    state.outbox.extend(notices.decision_notices(state))
+    heartbeat = notices.heartbeat_notice(state, ctx.settings.heartbeat, workflow.now())
+    if heartbeat is not None:
+        state.outbox.append(heartbeat)
+    await ctx.flush_outbox()
+    state.next_tend_at = ctx.next_tend_at()
     await ctx.publish_state()

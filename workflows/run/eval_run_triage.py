@@ -4,10 +4,10 @@ transcripts, and crossing the cost cap pauses the run and asks the operator."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from steward.workflows.activity_io import ApplyRequest, ApplyResult
@@ -18,14 +18,14 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.policy.decisions import Anomaly
     from steward.workflows.policy.rulings import RuleRequest, RuleResult
     from steward.workflows.run import eval_run_scan
-    from steward.workflows.run.eval_run_context import RunContext, cause_of
+    from steward.workflows.run.eval_run_context import RunContext
 
 
 async def triage(
     ctx: RunContext, observation: Observation, stalled: list[str], summary: TendSummary
 ) -> None:
-    """Group what went wrong into classes, raise decisions, apply what was ruled, and scan
-    the transcripts once every task is settled."""
+    """Group what went wrong into classes (with what the scans beside the run found), raise
+    decisions, and apply what was ruled."""
     state, tend = ctx.state, ctx.state.tend_count + 1
     anomalies = [
         Anomaly(
@@ -39,28 +39,22 @@ async def triage(
         for identifier in stalled
     ]
     anomalies += observation.anomalies or []
-    if ctx.patches.scan:
-        anomalies += eval_run_scan.take_in(ctx, summary)
+    anomalies += eval_run_scan.take_in(ctx, summary)
     if observation.anomaly_problem:
         summary.problem = f"finding anomalies failed: {observation.anomaly_problem}"
         ctx.journal("tend failed", problem=summary.problem)
-    if ctx.patches.heal:
-        for healed in healing.heal(state.triage, observation.healthy, now=workflow.now()):
-            ctx.journal(
-                "healed",
-                error_class=healed.class_id,
-                samples=healed.samples,
-                closed=healed.closed,
-                reason="completed cleanly when the task resumed",
-            )
+    for healed in healing.heal(state.triage, observation.healthy, now=workflow.now()):
+        ctx.journal(
+            "healed",
+            error_class=healed.class_id,
+            samples=healed.samples,
+            closed=healed.closed,
+            reason="completed cleanly when the task resumed",
+        )
     absorb(ctx, anomalies, summary)
     for decision_id in rulings.route_unattended(state.triage, tend):
         ctx.journal("routed to operator", decision=decision_id, reason="no agent collected")
     await apply_rulings(ctx, summary)
-    if ctx.patches.watch:
-        return  # the tend scans after it published the finish
-    if not policy.open_tasks(state) and policy.unscanned_logs(state):
-        await scan(ctx, summary)
 
 
 def absorb(ctx: RunContext, anomalies: list[Anomaly], summary: TendSummary) -> None:
@@ -72,7 +66,6 @@ def absorb(ctx: RunContext, anomalies: list[Anomaly], summary: TendSummary) -> N
         ctx.settings.rules,
         now=workflow.now(),
         tend=state.tend_count + 1,
-        by_sample=ctx.patches.heal,
     )
     for class_id in outcome.new_classes:
         cls = state.triage.find_class(class_id)
@@ -115,20 +108,51 @@ def rule(ctx: RunContext, request: RuleRequest) -> RuleResult:
         raised=result.raised,
     )
     cls = state.triage.find_class(result.class_id)
-    if cls is not None and cls.kind == "cost_cap" and result.effect == "ruled":
-        _rule_cost_cap(ctx, request)
-    if cls is not None and cls.kind == "stalled_task" and result.effect == "ruled":
-        task = state.task(cls.instances[-1].anomaly.task)
-        if request.verdict == "retry":
-            task.phase, task.fruitless = "pending", 0
-        else:
-            task.phase = "given_up"
-    if cls is not None and cls.kind == "hung_worker" and result.effect == "ruled":
-        worker = cls.instances[-1].anomaly.worker
-        if request.verdict == "restart" and worker in state.workers:
-            state.restart_workers.append(worker)
+    step = decisions.run_step(cls.kind, request.verdict) if cls is not None else None
+    if cls is not None and step is not None and result.effect == "ruled":
+        _RUN_STEPS[step](ctx, cls.instances[-1].anomaly, request)
     ctx.wake = True
     return result
+
+
+# What decisions.RUN_STEPS says a ruling does, done: each takes the class's latest anomaly.
+def _respawn_task(ctx: RunContext, anomaly: Anomaly, request: RuleRequest) -> None:
+    task = ctx.state.task(anomaly.task)
+    task.phase, task.fruitless = "pending", 0
+
+
+def _give_up_task(ctx: RunContext, anomaly: Anomaly, request: RuleRequest) -> None:
+    ctx.state.task(anomaly.task).phase = "given_up"
+
+
+def _restart_worker(ctx: RunContext, anomaly: Anomaly, request: RuleRequest) -> None:
+    if anomaly.worker in ctx.state.workers:
+        ctx.state.restart_workers.append(anomaly.worker)
+
+
+def _waive_cost_cap(ctx: RunContext, anomaly: Anomaly, request: RuleRequest) -> None:
+    state, cap = ctx.state, ctx.settings.cost_cap
+    state.cost.cap_paused = False
+    state.cost.cap_waived = cap.model_dump_json() if cap else None
+    state.paused, state.pause_reason = False, None
+    ctx.journal("resumed", by=request.by, reason="continue past the cost cap")
+
+
+def _cancel_run(ctx: RunContext, anomaly: Anomaly, request: RuleRequest) -> None:
+    ctx.state.cost.cap_paused = False
+    if ctx.cancel is None:
+        ctx.cancel = CancelRequest(
+            reason=f"cost cap: {request.reason or 'cancelled by the operator'}", by=request.by
+        )
+
+
+_RUN_STEPS: dict[decisions.RunStep, Callable[[RunContext, Anomaly, RuleRequest], None]] = {
+    "respawn_task": _respawn_task,
+    "give_up_task": _give_up_task,
+    "restart_worker": _restart_worker,
+    "waive_cost_cap": _waive_cost_cap,
+    "cancel_run": _cancel_run,
+}
 
 
 async def apply_rulings(ctx: RunContext, summary: TendSummary) -> None:
@@ -174,25 +198,6 @@ def _per_class(actions: list[rulings.Action]) -> dict[tuple[str, str], int]:
     return counts
 
 
-async def scan(ctx: RunContext, summary: TendSummary) -> None:
-    """The scoring-integrity scan of the settled transcripts; findings become classes."""
-    state = ctx.state
-    logs = policy.unscanned_logs(state)
-    try:
-        findings = await eval_run_scan.scan_logs(ctx, logs)
-    except ActivityError as err:
-        problem = cause_of(err)
-        if problem != state.scan_problem:
-            ctx.journal("scan failed", problem=problem)
-        state.scan_problem = problem
-        return
-    state.scan_problem = None
-    state.scanned_logs.extend(logs)
-    anomalies = eval_run_scan.findings_as_anomalies(ctx, findings)
-    ctx.journal("scanned", logs=len(logs), findings=len(anomalies))
-    absorb(ctx, anomalies, summary)
-
-
 # ---------------------------------------------------------------- cost cap
 def check_cost_cap(ctx: RunContext, summary: TendSummary) -> None:
     """Crossing the cap pauses the run and asks the operator: continue or cancel."""
@@ -214,16 +219,3 @@ def check_cost_cap(ctx: RunContext, summary: TendSummary) -> None:
         detail=crossed,
     )
     absorb(ctx, [cap_anomaly], summary)
-
-
-def _rule_cost_cap(ctx: RunContext, request: RuleRequest) -> None:
-    state, cap = ctx.state, ctx.settings.cost_cap
-    state.cost.cap_paused = False
-    if request.verdict == "continue":
-        state.cost.cap_waived = cap.model_dump_json() if cap else None
-        state.paused, state.pause_reason = False, None
-        ctx.journal("resumed", by=request.by, reason="continue past the cost cap")
-    elif ctx.cancel is None:
-        ctx.cancel = CancelRequest(
-            reason=f"cost cap: {request.reason or 'cancelled by the operator'}", by=request.by
-        )

@@ -37,8 +37,6 @@ WATCH_LIFETIME = timedelta(days=365)
 
 def watch(ctx: RunContext, worker_id: str) -> None:
     """Start watching a live worker (replacing a watch it already has)."""
-    if not ctx.patches.watch:
-        return
     running = ctx.watches.pop(worker_id, None)
     if running is not None and not running.done():
         running.cancel()
@@ -95,11 +93,7 @@ async def _watch_once(
     rate_limit_reported: int | None,
 ) -> WorkerEnd:
     """One watch activity on the worker's host, until it has something to report."""
-    pushback, saturation = (
-        connection_plan.watch_reports(ctx.state, worker.worker_id)
-        if ctx.patches.budget
-        else (False, False)
-    )
+    pushback, saturation = connection_plan.watch_reports(ctx.state, worker.worker_id)
     return await ctx.activity(
         Activity.WATCH_WORKER,
         WatchRequest(

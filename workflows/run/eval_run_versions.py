@@ -1,0 +1,96 @@
+"""Which runs this release continues, and every patch flag that is left: the one place for both.
+
+The policy (README, "Upgrading Steward"): **a release continues the runs started by the release
+before it, and refuses older ones with a clear message.** A flag guards a change of commands
+for runs started before it; once every run a release must continue took the new branch, the
+old branch is deleted and the flag goes through Temporal's documented retirement:
+
+1. `workflow.patched(id)`: both branches (the release that adds the change).
+2. `workflow.deprecate_patch(id)`: the new branch only; the marker is still matched, so runs
+   that recorded it replay (the release after; listed below with the date it may go).
+3. The call is deleted (the release after that, once no supported run recorded the marker as
+   anything but deprecated).
+
+A release tells the runs it must refuse by a marker the previous release recorded at start:
+0.2.0's newest flag (`budget-episode-v1`) now, this release's own `release-0.3` from 0.4 on.
+A run started before it stops at its first workflow task with `UnsupportedRun`: a workflow-task
+failure, not a failed run, so nothing is lost and the release that started it can still finish it.
+tests/histories keeps a history of each supported kind (replayed), tests/histories/refused one
+of each refused kind (replayed to the refusal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from temporalio import workflow
+
+RELEASE = "0.3.0"
+RELEASE_DATE = date(2026, 12, 5)
+PREVIOUS_RELEASE = "0.2.0"
+# Recorded by every run this release starts: how release 0.4 tells them from 0.2.0's runs.
+RELEASE_MARKER = "release-0.3"
+# 0.2.0's newest flag: every run 0.2.0 started recorded it; no older run did.
+SUPPORTED_SINCE = "budget-episode-v1"
+
+
+@dataclass(frozen=True)
+class RetiredFlag:
+    id: str
+    meaning: str  # what the new branch, now the only one, does
+    may_go: date  # the deprecate_patch call may be deleted in the first release on or after this
+
+
+# Deprecated in 0.3.0; may go in 0.4 (a release after 0.3.0, and 30 days after it at the
+# earliest: runs take days, so every 0.3.0 run has that long to finish or continue-as-new).
+_GOES = RELEASE_DATE + timedelta(days=30)
+
+# In the order of the markers in recorded histories (the first workflow task): keep it.
+AT_START = (
+    RetiredFlag("decisions-v1", "decisions, notifications and signoff", _GOES),
+    RetiredFlag("capacity-v1", "admission through the capacity ledger", _GOES),
+    RetiredFlag("delta-v1", "drift reports", _GOES),
+    RetiredFlag("timer-v1", "the tend interval follows _steward.yaml edits", _GOES),
+    RetiredFlag("watch-v1", "a heartbeating watch per task worker", _GOES),
+    RetiredFlag("heal-v1", "errored samples a resumed task completed leave their classes", _GOES),
+    RetiredFlag("scan-v2", "each complete task is scanned beside the run", _GOES),
+    RetiredFlag("budget-v1", "one connection budget per provider, shared by the workers", _GOES),
+    RetiredFlag("handover-v1", "a continue-as-new between tends does not tend on arrival", _GOES),
+    RetiredFlag("settle-v1", "a signoff waits for the scan of logs completed since", _GOES),
+    RetiredFlag("scan-pair-v1", "once eval work ends, a second scan runs beside the first", _GOES),
+    RetiredFlag("handler-tends-v1", "a full history still tends for a waiting handler", _GOES),
+    RetiredFlag("orphan-v1", "a run whose workspace is gone ends `orphaned`", _GOES),
+    RetiredFlag("scan-widen-v1", "a running scan takes the connections of one that ended", _GOES),
+)
+# Read at the first tend, where recorded histories have its marker.
+AT_FIRST_TEND = RetiredFlag("ramp-v1", "the automatic ramp", _GOES)
+
+
+class UnsupportedRun(Exception):
+    """A run this release does not continue. Raised in the workflow, it fails the workflow task
+    (retried), never the run: downgrading Steward finishes it, as the message says."""
+
+
+def refusal(workflow_id: str) -> str:
+    return (
+        f"run {workflow_id} was started by a Steward release before {PREVIOUS_RELEASE}; Steward "
+        f"{RELEASE} continues runs started by {PREVIOUS_RELEASE} or later. Finish it with the "
+        f"release that started it, or end it (`temporal workflow terminate --workflow-id "
+        f"{workflow_id}`) and run `steward launch` again: its logs keep every completed sample."
+    )
+
+
+def read_at_start() -> None:
+    """At a run's (or a continued run's) first activation, before any handler: match the retired
+    flags' markers, refuse a run older than the previous release, and mark this release."""
+    for flag in AT_START:
+        workflow.deprecate_patch(flag.id)
+    if not workflow.patched(SUPPORTED_SINCE):
+        raise UnsupportedRun(refusal(workflow.info().workflow_id))
+    workflow.patched(RELEASE_MARKER)  # recorded for 0.4's check; its answer is not needed
+
+
+def read_at_first_tend() -> None:
+    """The ramp's marker, where recorded histories have it (the SDK matches it once)."""
+    workflow.deprecate_patch(AT_FIRST_TEND.id)
