@@ -71,6 +71,17 @@ _SCANNER_NONCE = re.compile(r"contains the code \((\w+)\)")
 _SCANNER_MESSAGE_ID = re.compile(r"\[(M\d+)\]")
 
 
+def scanner_transcript(prompt: str) -> str | None:
+    """The transcript in an inspect_scout llm_scanner prompt, without the scan's random nonce
+    (so the same transcript reads the same in every scan); None when it is not such a prompt."""
+    transcript = _SCANNER_TRANSCRIPT.search(prompt)
+    if transcript is None:
+        return None
+    text = transcript.group(1)
+    nonce = _SCANNER_NONCE.search(prompt[: transcript.start()])
+    return text.replace(f" ({nonce.group(1)})", "") if nonce else text
+
+
 def scanner_verdict(prompt: str, flag: str) -> str | None:
     """The answer to an llm_scanner prompt: positive when its transcript matches `flag`.
 
@@ -86,10 +97,7 @@ def scanner_verdict(prompt: str, flag: str) -> str | None:
         positive, negative = "1", "0"
     else:
         return None
-    text = transcript.group(1)
-    nonce = _SCANNER_NONCE.search(prompt[: transcript.start()])
-    if nonce:
-        text = text.replace(f" ({nonce.group(1)})", "")
+    text = scanner_transcript(prompt) or ""
     found = re.search(flag, text)
     if found is None:
         return f"The transcript does not match {flag!r}.\n\nANSWER: {negative}"

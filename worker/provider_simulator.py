@@ -45,12 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from steward.worker.offline_model import (
-    _SCANNER_NONCE,
-    _SCANNER_TRANSCRIPT,
-    reply_for,
-    scanner_verdict,
-)
+from steward.worker.offline_model import reply_for, scanner_transcript, scanner_verdict
 
 
 @dataclass
@@ -187,7 +182,7 @@ def scan_verdict(prompt: str, limits: Limits) -> str | None:
     `limits` say (module docstring); None for any other prompt."""
     if limits.scan_flag is not None:
         return scanner_verdict(prompt, limits.scan_flag)
-    if _SCANNER_TRANSCRIPT.search(prompt) is None:
+    if scanner_transcript(prompt) is None:
         return None
     share = transcript_share(prompt)
     positive = share < limits.scan_flag_rate
@@ -206,13 +201,9 @@ def scan_verdict(prompt: str, limits: Limits) -> str | None:
 def transcript_share(prompt: str) -> float:
     """Where the transcript in a scanner prompt falls in [0, 1): a hash of its text, without
     the scan's random nonce, so the same transcript gets the same share in every scan."""
-    transcript = _SCANNER_TRANSCRIPT.search(prompt)
-    if transcript is None:
-        text, nonce = prompt, None
-    else:
-        text, nonce = transcript.group(1), _SCANNER_NONCE.search(prompt[: transcript.start()])
-    if nonce:
-        text = text.replace(f" ({nonce.group(1)})", "")
+    text = scanner_transcript(prompt)
+    if text is None:
+        text = prompt
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 

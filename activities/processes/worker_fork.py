@@ -1,6 +1,8 @@
 """A task worker forked from the Steward worker's fork server (activities/processes/forkserver.py) instead
 of started from scratch: the same `python -m steward.worker.definition_runner DEFINITION` from the
-workspace, with Inspect already imported.
+workspace, with Inspect already imported (the runner too: worker/inspect_preload.py). The runner
+is an entry point of steward.worker, which activities never import: the child finds it by the
+name its command line gives (runner_launch.RUNNER_MODULE), as a fresh process's `python -m` does.
 
 The child makes itself what a fresh process would be: its own session (so it outlives the
 Steward worker and a stop signals its whole group, as `start_new_session` did), the caller's
@@ -13,6 +15,7 @@ forked child otherwise leaves through os._exit) and exits with the runner's code
 from __future__ import annotations
 
 import atexit
+import importlib
 import multiprocessing
 import os
 import sys
@@ -22,8 +25,9 @@ from pathlib import Path
 
 from steward.activities.processes.forkserver import context
 from steward.activities.processes.forkserver import start as forkserver_start
+from steward.activities.processes.runner_launch import RUNNER_MODULE
 
-RUNNER_ARGS_START = 3  # [python, -m, steward.worker.definition_runner, DEFINITION]: the runner's args
+RUNNER_ARGS_START = 3  # [python, -m, RUNNER_MODULE, DEFINITION]: where the runner's args start
 
 
 def _task_worker(
@@ -44,11 +48,13 @@ def _task_worker(
     os.chdir(cwd)
     sys.path[0:0] = [cwd]  # as `python -m` puts the working directory first
     sys.argv = ["-m", *argv]
-    from steward.worker import definition_runner
+    # By name, not runpy.run_module: that would run a second copy of the preloaded runner (and
+    # warn that it was already imported).
+    runner = importlib.import_module(RUNNER_MODULE)
 
     code: int | str | None = 0
     try:
-        definition_runner.main(argv)
+        runner.main(argv)
     except SystemExit as exit_:
         code = exit_.code
     finally:
@@ -66,7 +72,7 @@ def fork_worker(
 ) -> BaseProcess:
     """Start `command` (the runner's command line) as a forked task worker; its pid is set. Its
     output goes to `output` (stderr too, unless `errors` names another file)."""
-    if command[1:RUNNER_ARGS_START] != ["-m", "steward.worker.definition_runner"]:
+    if command[1:RUNNER_ARGS_START] != ["-m", RUNNER_MODULE]:
         raise ValueError(f"not a definition runner's command line: {command}")
     for path in (output, errors):  # there to read even if the child dies before writing
         if path is not None:

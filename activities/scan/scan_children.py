@@ -1,7 +1,8 @@
 """A scan's processes: each part of a scan (activities/scan/scan_parts.py plans them) scans in a
 child forked from the warm server (activities/scan/scan_process.py); the parts share the scan's
 connections, and with scan-widen-v1 follow the run's share for the scan as it changes
-(activities/scan/scan_widen.py). activities/scan/scan.py is what each child runs, and the activity.
+(activities/scan/scan_widen.py). Each child runs activities/scan/scout_scan.py; the activity
+(activities/scan/scan.py) calls scan_in_subprocess.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from temporalio import activity
 from temporalio.client import WorkflowQueryFailedError
 
 from steward.activities.logs.paths import write_atomic
-from steward.activities.scan.scan import (
+from steward.activities.scan.scan_parts import plan_parts
+from steward.activities.scan.scan_process import run_in_child
+from steward.activities.scan.scout_scan import (
     ScanFailed,
     ScanRequestError,
     resolve_scan_model,
     scan_transcripts,
 )
-from steward.activities.scan.scan_parts import plan_parts
-from steward.activities.scan.scan_process import run_in_child
 
 # How often the activity tells Temporal it is alive while the child scans (and so how soon a
 # cancellation reaches it).

@@ -10,7 +10,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from harness.scanning import SAYS_BETA
-from steward.activities.scan.scan import SCORING_INTEGRITY, scan_transcripts_activity
+from steward.activities.scan.scan import scan_transcripts_activity
+from steward.activities.scan.scout_scan import SCORING_INTEGRITY
 
 pytestmark = pytest.mark.usefixtures("no_offline_knobs")
 

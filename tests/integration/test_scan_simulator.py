@@ -24,12 +24,8 @@ from steward.activities.processes.tiktoken_offline import (
     cache_file_name,
     provide_encodings,
 )
-from steward.activities.scan.scan import (
-    SCORING_INTEGRITY,
-    ScanFailed,
-    scan_transcripts,
-    scan_transcripts_activity,
-)
+from steward.activities.scan.scan import scan_transcripts_activity
+from steward.activities.scan.scout_scan import SCORING_INTEGRITY, ScanFailed, scan_transcripts
 
 pytestmark = pytest.mark.usefixtures("no_offline_knobs")
 
@@ -233,7 +229,7 @@ async def test_a_scan_keeps_more_transcripts_than_connections_but_only_its_conne
     """The scan works on transcripts_in_flight(n) transcripts at once, yet the provider sees at
     most n of its prompts: a simulator that admits exactly 2 in flight answers all 12 without a
     single 429, and sees 2 at once (the activity's path: its forked parts share the 2)."""
-    from steward.activities.scan.scan import transcripts_in_flight
+    from steward.activities.scan.scout_scan import transcripts_in_flight
 
     assert transcripts_in_flight(2) == 3 and transcripts_in_flight(None) is None
     log = await _sim_log_of(12, tmp_path)

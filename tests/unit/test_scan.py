@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.scanning import EXPLODES, SAYS_BETA, TASK, WORDS
-from steward.activities.scan.scan import SCORING_INTEGRITY, ScanFailed, scan_transcripts
+from steward.activities.scan.scout_scan import SCORING_INTEGRITY, ScanFailed, scan_transcripts
 from steward.worker.offline_model import scanner_verdict
 
 pytestmark = pytest.mark.usefixtures("no_offline_knobs")
@@ -117,7 +117,7 @@ def test_the_flag_knob_leaves_ordinary_prompts_alone():
 
 
 def test_scan_model_resolution_follows_the_seed(tmp_path, monkeypatch):
-    from steward.activities.scan.scan import resolve_scan_model
+    from steward.activities.scan.scout_scan import resolve_scan_model
 
     monkeypatch.delenv("SCOUT_SCAN_MODEL", raising=False)
     (tmp_path / ".env").write_text("SCOUT_SCAN_MODEL=steward/judge\n")
