@@ -38,7 +38,7 @@ from typing import Any
 
 import anyio
 from inspect_ai._util.registry import RegistryInfo, registry_add, registry_tag
-from inspect_ai.approval import Approval, ApprovalDecision, Approver, approver
+from inspect_ai.approval import Approval, ApprovalDecision, Approver
 from inspect_ai.model import ChatMessage
 from inspect_ai.tool import ToolCall, ToolCallView
 
@@ -217,10 +217,20 @@ def _make_approver() -> Approver:
     return approve
 
 
-@approver(name=APPROVER_NAME)
 def steward_approver() -> Approver:
     """Approver whose decisions are made by a Steward operator (`steward rule ID ...`)."""
-    return _make_approver()
+    approve = _make_approver()
+    registry_tag(steward_approver, approve, _STEWARD_INFO)
+    return approve
+
+
+# Registered under the literal name, not with `@approver`: Inspect prefixes the name of the
+# package an installed (non-editable) extension lives in, and `approval="steward"` would then
+# have to be spelled `steward/steward`.
+_STEWARD_INFO = RegistryInfo(
+    type="approver", name=APPROVER_NAME, metadata=dict(attribs={}, params=[])
+)
+registry_add(steward_approver, _STEWARD_INFO)
 
 
 def human_redirect(
@@ -251,8 +261,7 @@ def register_human_redirect() -> None:
       `human` shadows Inspect's for every policy resolved from now on (`approval="human"` on
       `eval()`/`eval_set()`, `name: human` in a policy file, an eval retry) while leaving
       Inspect's registration untouched. Instances keep the log name `human`, so the log still
-      records the policy the user wrote. (Registered under the literal name rather than via
-      `@approver`, which would prefix a package name if `worker` were installed non-editable.)
+      records the policy the user wrote. (Registered under the literal name, as `steward` is.)
     * Instances made earlier: a `Task(approval="human")` built before Inspect loads its entry
       points (a definition calling `eval_set([my_task()])` builds the task before `eval_set`
       runs) already holds Inspect's own approver. That one asks the ACP clients first, then

@@ -97,3 +97,44 @@ def test_templates_and_runbook_are_in_the_wheel(wheel):
     assert "steward/cli/runbook.md" in names
     packed = wheel.read("steward/activities/workspace/templates/gitignore")
     assert packed == (templates / "gitignore").read_bytes()
+
+
+# Run in a venv where Steward is installed from the wheel (not editable): Inspect then names an
+# extension by its installed package, and only literal registrations keep their bare names.
+INSTALLED_CHECK = """
+import steward.worker.approver as approver
+assert "site-packages" in approver.__file__, approver.__file__
+from inspect_ai import Task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import get_model
+task = Task(dataset=[Sample(input="x")], approval="steward")
+print(task.approval[0].approver.__qualname__)
+print(get_model("steward/offline").api.__class__.__module__)
+"""
+
+
+def test_an_installed_wheel_answers_to_the_names_users_write(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+         str(next((venv / "lib").glob("python3*")) / "site-packages"), wheel.filename],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    # Steward's dependencies from this venv's site-packages, without its .pth files (the
+    # editable install's finder would shadow the wheel).
+    deps = next(Path(p) for p in sys.path if p.endswith("site-packages"))
+    checked = subprocess.run(
+        [str(python), "-c", INSTALLED_CHECK],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(deps), "HOME": str(tmp_path)},
+    )
+    assert checked.returncode == 0, checked.stderr[-3000:]
+    approver_name, model_module = checked.stdout.split()
+    assert approver_name.startswith("_make_approver"), approver_name
+    assert model_module == "steward.worker.offline_model"
