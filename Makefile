@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	@# a checkout installed before the rename (distribution `steward`, four top-level packages)
 	$(BIN)/pip uninstall --quiet --yes steward 2>/dev/null || true
+	rm -rf steward.egg-info
 	$(BIN)/pip install --quiet -e ".[dev,flow]"
 	touch $(STAMP)
 
