@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -228,19 +228,34 @@ def write_definition(
 def make_workspace(
     steward: Steward,
     root: Path,
-    tasks: dict[str, int],
+    tasks: dict[str, int] | None = None,
     *,
+    definition_text: str | None = None,
+    tend_interval: str = "2s",
     options: str = "",
     dotenv: str = "",
+    holds: Iterable[str] = (),
     **definition: Any,
 ) -> Path:
+    """A workspace `steward init` makes in root/ws. Its evalset.py is made from `tasks` by
+    write_definition (given `definition` as keywords), or is `definition_text` as written.
+    _steward.yaml gets `tend_interval` (a long one, such as 1h, leaves the tending to events
+    and `steward tend`) and `options`; `dotenv` becomes its .env. Each of `holds` is a file
+    the definition waits on while it exists: the test removes it to let the run go on."""
+    if (tasks is None) == (definition_text is None) or (definition_text and definition):
+        raise ValueError("give either tasks (and write_definition's keywords) or definition_text")
     workspace = root / "ws"
     steward.ok("init", str(workspace))
-    write_definition(workspace, tasks, **definition)
+    if definition_text is None:
+        write_definition(workspace, tasks or {}, **definition)
+    else:
+        (workspace / "evalset.py").write_text(definition_text)
     with open(workspace / "_steward.yaml", "a") as handle:
-        handle.write("\ntend_interval: 2s\n" + options)
+        handle.write(f"\ntend_interval: {tend_interval}\n" + options)
     if dotenv:
         (workspace / ".env").write_text(dotenv)
+    for hold in holds:
+        (workspace / hold).write_text("held by the test\n")
     return workspace
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness.helpers import fetch_history, read_journal, replay, wait_for
+from harness.helpers import fetch_history, make_workspace, read_journal, replay, wait_for
 from harness.receiver import Receiver
 
 DEFINITION = """from inspect_ai import Task, eval_set, task
@@ -47,18 +47,6 @@ eval_set(tasks=[flaky(), buggy()], model="steward/offline")
 """
 
 
-def _workspace(steward, root: Path, receiver: Receiver, options: str = "") -> Path:
-    workspace = root / "ws"
-    steward.ok("init", str(workspace))
-    (workspace / "evalset.py").write_text(DEFINITION)
-    with open(workspace / "_steward.yaml", "a") as handle:
-        handle.write("\ntend_interval: 1h\n" + options)
-    (workspace / ".env").write_text(
-        f"STEWARD_OFFLINE_FAIL=flaky-2\nSTEWARD_NOTIFICATION={receiver.url}\n"
-    )
-    return workspace
-
-
 def _samples(log: Path) -> dict:
     from inspect_ai.log import read_eval_log
 
@@ -79,7 +67,13 @@ def _log_of(workspace: Path, task: str) -> Path:
 
 def test_two_error_classes_proposed_ruled_applied_and_signed_off(steward, workspace_root):
     with Receiver() as receiver:
-        workspace = _workspace(steward, workspace_root, receiver)
+        workspace = make_workspace(
+            steward,
+            workspace_root,
+            definition_text=DEFINITION,
+            tend_interval="1h",
+            dotenv=f"STEWARD_OFFLINE_FAIL=flaky-2\nSTEWARD_NOTIFICATION={receiver.url}\n",
+        )
         steward.ok("launch", cwd=workspace)
         status = steward.wait_phase(workspace, {"finished"}, tend=True)
         workflow_id = status["workflow_id"]

@@ -13,6 +13,7 @@ from inspect_ai.log import read_eval_log_sample_summaries
 from harness.helpers import (
     assert_each_sample_once,
     fetch_history,
+    make_workspace,
     pid_alive,
     read_journal,
     replay,
@@ -77,16 +78,6 @@ eval_set(tasks=[doomed()], model="steward/offline")
 """
 
 
-def _workspace(steward, root: Path, definition: str, options: str, dotenv: str = "") -> Path:
-    workspace = root / "ws"
-    steward.ok("init", str(workspace))
-    (workspace / "evalset.py").write_text(definition)
-    with open(workspace / "_steward.yaml", "a") as handle:
-        handle.write("\ntend_interval: 1h\n" + options)
-    (workspace / ".env").write_text(dotenv)
-    return workspace
-
-
 def _events(workspace: Path, name: str) -> list[dict]:
     return [e for e in read_journal(workspace) if e["event"] == name]
 
@@ -96,8 +87,13 @@ def _decisions(steward, workspace: Path) -> list[dict]:
 
 
 def test_a_sample_completed_after_kill_and_resume_heals_its_class(steward, workspace_root):
-    workspace = _workspace(
-        steward, workspace_root, FLAKY, "samples_ramp: [2, 2]\n", "STEWARD_OFFLINE_DELAY=0.5\n"
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        definition_text=FLAKY,
+        tend_interval="1h",
+        options="samples_ramp: [2, 2]\n",
+        dotenv="STEWARD_OFFLINE_DELAY=0.5\n",
     )
     launched = steward.ok("launch", cwd=workspace)
 
@@ -136,7 +132,13 @@ def test_a_sample_completed_after_kill_and_resume_heals_its_class(steward, works
 
 
 def test_workers_that_die_at_once_say_why(steward, workspace_root):
-    workspace = _workspace(steward, workspace_root, BROKEN, "stall_after: 1\n")
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        definition_text=BROKEN,
+        tend_interval="1h",
+        options="stall_after: 1\n",
+    )
     steward.ok("launch", cwd=workspace)
     status = steward.wait_phase(workspace, {"stalled"})
     cause = (

@@ -8,7 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.helpers import fetch_history, read_journal, replay, wait_for
+from harness.helpers import fetch_history, make_workspace, read_journal, replay, wait_for
 
 # `slow` waits while the hold file exists (its own solver: the offline model, which the scan
 # uses too, is never held); `quick` completes at once.
@@ -52,15 +52,16 @@ eval_set(tasks=[quick(), slow()], model="steward/offline")
 """
 
 
-def _workspace(steward, root: Path) -> Path:
-    workspace = root / "ws"
-    steward.ok("init", str(workspace))
-    (workspace / "evalset.py").write_text(DEFINITION)
-    with open(workspace / "_steward.yaml", "a") as handle:
-        handle.write("\ntend_interval: 1h\n")
-    (workspace / ".env").write_text("STEWARD_OFFLINE_FLAG=quick-2\n")
-    (workspace / "hold-slow").write_text("held by the test\n")
-    return workspace
+def _quick_and_held_slow(steward, root: Path) -> Path:
+    """The workspace every test here runs: `slow` held, one of `quick`'s samples flagged."""
+    return make_workspace(
+        steward,
+        root,
+        definition_text=DEFINITION,
+        tend_interval="1h",
+        dotenv="STEWARD_OFFLINE_FLAG=quick-2\n",
+        holds=["hold-slow"],
+    )
 
 
 def _hold_scans(workspace: Path) -> Path:
@@ -93,7 +94,7 @@ def _scans(workspace: Path) -> list[dict]:
 
 
 def test_a_complete_task_is_scanned_while_another_runs(steward, workspace_root):
-    workspace = _workspace(steward, workspace_root)
+    workspace = _quick_and_held_slow(steward, workspace_root)
     launched = steward.ok("launch", cwd=workspace)
 
     # Without any command (the timer is an hour away) quick's log is scanned while slow runs.
@@ -127,7 +128,7 @@ def test_what_completes_during_a_narrow_scan_is_scanned_beside_it(steward, works
     # quick's scan starts while slow runs, with a share of the budget, and a scanner that
     # waits for the test keeps it running; slow completes meanwhile and its log does not wait
     # for the narrow scan: it is scanned beside it with what the budget has left.
-    workspace = _workspace(steward, workspace_root)
+    workspace = _quick_and_held_slow(steward, workspace_root)
     (workspace / ".env").write_text("")  # nothing flagged: the signoff needs no ruling
     hold_scan = _hold_scans(workspace)
     launched = steward.ok("launch", cwd=workspace)
@@ -147,7 +148,7 @@ def test_a_scan_left_running_takes_the_connections_of_the_one_that_ended(steward
     # As above, quick's narrow scan and slow's beside it; each held by a file of its own task.
     # quick's ends first: no eval work is left, so slow's running scan takes its connections,
     # and its child is told so (scan-widen-v1) instead of finishing on what was left.
-    workspace = _workspace(steward, workspace_root)
+    workspace = _quick_and_held_slow(steward, workspace_root)
     (workspace / ".env").write_text("")
     holds = {task: workspace / f"hold-scan-{task}" for task in ("quick", "slow")}
     for hold in holds.values():
@@ -195,7 +196,7 @@ def test_a_signoff_waiting_for_the_scan_when_the_history_fills_still_ends(stewar
     # A full history makes the run hand over once no handler runs; a signoff waiting for the
     # scan needs the tend that takes the scan in. The run used to wait for the signoff, and the
     # signoff for the run, for ever (the e2e server suggests a handover after 150 events).
-    workspace = _workspace(steward, workspace_root)
+    workspace = _quick_and_held_slow(steward, workspace_root)
     (workspace / ".env").write_text("")
     (workspace / "hold-slow").unlink()
     hold_scan = _hold_scans(workspace)

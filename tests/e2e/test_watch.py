@@ -14,6 +14,7 @@ from pathlib import Path
 from harness.helpers import (
     assert_each_sample_once,
     fetch_history,
+    make_workspace,
     pid_alive,
     read_journal,
     replay,
@@ -57,7 +58,7 @@ def careful():
 
 
 @task
-def {name}():
+def steady():
     return Task(
         dataset=[
             Sample(id=i, input=f"Reply with: s-{{i}}{{' BLOCK' if i == 1 else ''}}",
@@ -69,24 +70,9 @@ def {name}():
     )
 
 
-eval_set(tasks=[{name}()], model="steward/offline")
+eval_set(tasks=[steady()], model="steward/offline")
 hold("linger")
 """
-
-
-def _workspace(
-    steward, root: Path, *, samples: int = 6, options: str = "", dotenv: str = "",
-    holds: tuple[str, ...] = (), name: str = "steady",
-) -> Path:  # fmt: skip
-    workspace = root / "ws"
-    steward.ok("init", str(workspace))
-    (workspace / "evalset.py").write_text(DEFINITION.format(name=name, samples=samples))
-    with open(workspace / "_steward.yaml", "a") as handle:
-        handle.write("\ntend_interval: 1h\n" + options)
-    (workspace / ".env").write_text(dotenv)
-    for hold in holds:
-        (workspace / hold).write_text("held by the test\n")
-    return workspace
 
 
 def _decision(steward, workspace: Path, kind: str) -> dict | None:
@@ -108,10 +94,14 @@ def _events(workspace: Path, name: str) -> list[dict]:
 
 
 def test_killed_worker_respawns_by_itself_and_status_is_live(steward, workspace_root):
-    workspace = _workspace(
-        steward, workspace_root, samples=40,
-        options="samples_ramp: [2, 2]\n", dotenv="STEWARD_OFFLINE_DELAY=0.6\n",
-    )  # fmt: skip
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        definition_text=DEFINITION.format(samples=40),
+        tend_interval="1h",
+        options="samples_ramp: [2, 2]\n",
+        dotenv="STEWARD_OFFLINE_DELAY=0.6\n",
+    )
     launched = steward.ok("launch", cwd=workspace)
 
     # Progress shows in status from the watch's heartbeats, newer than the run's last tend.
@@ -151,8 +141,13 @@ def test_killed_worker_respawns_by_itself_and_status_is_live(steward, workspace_
 
 
 def test_worker_hung_before_eval_set_is_a_decision_and_restart_respawns_it(steward, workspace_root):
-    workspace = _workspace(
-        steward, workspace_root, options="start_timeout: 3s\n", holds=("hang-before",)
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        definition_text=DEFINITION.format(samples=6),
+        tend_interval="1h",
+        options="start_timeout: 3s\n",
+        holds=["hang-before"],
     )
     steward.ok("launch", cwd=workspace)
     decision = _wait_decision(steward, workspace, "hung_worker", timeout=90)
@@ -180,10 +175,14 @@ def test_worker_hung_before_eval_set_is_a_decision_and_restart_respawns_it(stewa
 def test_blocked_event_loop_is_a_decision_wait_lets_it_recover_and_lingering_is_stopped(
     steward, workspace_root
 ):
-    workspace = _workspace(
-        steward, workspace_root, options="unresponsive_after: 4s\nlinger_after: 5s\n",
-        holds=("block-loop", "linger"),
-    )  # fmt: skip
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        definition_text=DEFINITION.format(samples=6),
+        tend_interval="1h",
+        options="unresponsive_after: 4s\nlinger_after: 5s\n",
+        holds=["block-loop", "linger"],
+    )
     steward.ok("launch", cwd=workspace)
     decision = _wait_decision(steward, workspace, "hung_worker", timeout=90)
     assert "no control-socket answer and no log write" in decision["question"]
@@ -204,10 +203,15 @@ def test_blocked_event_loop_is_a_decision_wait_lets_it_recover_and_lingering_is_
 
 
 def test_ruling_waits_for_a_live_worker_and_is_applied_as_it_exits(steward, workspace_root):
-    workspace = _workspace(
-        steward, workspace_root, options="linger_after: 10m\n",
-        dotenv="STEWARD_OFFLINE_FAIL=s-2\n", holds=("linger",),
-    )  # fmt: skip
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        definition_text=DEFINITION.format(samples=6),
+        tend_interval="1h",
+        options="linger_after: 10m\n",
+        dotenv="STEWARD_OFFLINE_FAIL=s-2\n",
+        holds=["linger"],
+    )
     steward.ok("launch", cwd=workspace)
     status = steward.wait_phase(workspace, {"finished"})
     [worker] = status["state"]["workers"].values()  # its log is success; it has not exited
@@ -230,7 +234,13 @@ def test_ruling_waits_for_a_live_worker_and_is_applied_as_it_exits(steward, work
 
 
 def test_signoff_stops_a_worker_lingering_after_its_success_log(steward, workspace_root):
-    workspace = _workspace(steward, workspace_root, samples=2, holds=("linger",))
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        definition_text=DEFINITION.format(samples=2),
+        tend_interval="1h",
+        holds=["linger"],
+    )
     steward.ok("launch", cwd=workspace)
     status = steward.wait_phase(workspace, {"finished"})
     [worker] = status["state"]["workers"].values()
