@@ -143,7 +143,8 @@ def print_status(status: RunStatus) -> None:
     cap = state.capacity
     if cap.domain_id is not None:
         held = ", ".join(f"{k} {v:g}" for k, v in cap.held.items()) or "nothing"
-        console.print(f"capacity: {cap.backend}, holds {held}", highlight=False)
+        bound = f"; bound from {cap.bound_source}" if cap.bound_source else ""
+        console.print(f"capacity: {cap.backend}, holds {held}{bound}", highlight=False)
     if state.ramp_hold:
         console.print(
             f"[yellow]ramp held[/]: {state.ramp_hold_reason or 'no reason given'}", highlight=False

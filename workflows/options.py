@@ -130,6 +130,12 @@ class StewardOptions(BaseModel):
         "Launch starts with a smoke run (2 samples per task, 5 minute cap); "
         "`--no-smoke` skips it once.",
     )
+    capture_timeout: Duration = _option(
+        "5m",
+        "Execution",
+        "How long resolving the definition (`tasks`, `launch`) may take before it is stopped "
+        "and reported with where it was; it builds every task and dataset (a first download).",
+    )
     tend_interval: Duration = _option(
         "10m", "Supervision", "How often a scheduled tend runs, with a unit."
     )
@@ -156,7 +162,8 @@ class StewardOptions(BaseModel):
         None,
         "Capacity",
         "Sandbox containers this Docker host may run at once (null: SANDBOX_MAX_CONCURRENT, "
-        "else 2; 0: unbounded). Read at every admission: a change applies to the next.",
+        "else Inspect's default, 2 x the host's CPUs; 0: unbounded). Read at every admission: "
+        "a change applies to the next.",
         ge=0,
     )
     capacity_backend: Literal["auto", "docker", "kubernetes", "none"] = _option(
@@ -282,6 +289,14 @@ class StewardOptions(BaseModel):
         # Temporal's timers do not fire faster than about a second.
         if value < 1:
             raise ValueError("a duration of at least 1s, such as 10m")
+        return value
+
+    @field_validator("capture_timeout")
+    @classmethod
+    def _capture_floor(cls, value: float) -> float:
+        # Starting Python and importing Inspect alone takes seconds.
+        if value < 1:
+            raise ValueError("a duration of at least 1s, such as 5m")
         return value
 
 

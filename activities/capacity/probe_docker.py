@@ -1,7 +1,8 @@
 """Docker capacity probe and sandbox reaper: plain functions over the official `docker` client.
 
-The probe reads the bound (max_concurrent_sandboxes, SANDBOX_MAX_CONCURRENT, else 2) afresh on
-every call, so a changed bound applies to the next reading, and counts the Inspect sandbox
+The probe reads the bound (max_concurrent_sandboxes, SANDBOX_MAX_CONCURRENT, else Inspect's
+default of 2 x this host's CPUs) afresh on every call, so a changed bound applies to the next
+reading, and counts the Inspect sandbox
 containers running now. The reaper force-removes the sandboxes a workspace left behind. Neither
 raises when no engine answers: the probe says so in `problem`, the reaper removes nothing.
 """
@@ -27,20 +28,30 @@ WORKING_DIR_LABEL = "com.docker.compose.project.working_dir"
 CONFIG_FILES_LABEL = "com.docker.compose.project.config_files"
 
 
+def available_cpus() -> int:
+    """The CPUs this process may use: a worker pinned with taskset offers what it was given
+    (as worker/host_presence.py reports the host)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def docker_reading(
     setting: int | None,
     base_url: str | None = None,
     environ: Mapping[str, str] | None = None,
     timeout: float = 3.0,
+    cpus: int | None = None,
 ) -> ProbeReading:
-    """The bound and the running Inspect sandboxes on one Docker engine. Never raises."""
+    """The bound and the running Inspect sandboxes on one Docker engine. Never raises.
+    `cpus`: the host's (default: what this worker process may use)."""
     from docker.errors import DockerException
 
     env = os.environ if environ is None else environ
-    bound, source = resolve_docker_bound(setting, env.get("SANDBOX_MAX_CONCURRENT"))
-    reading = ProbeReading(
-        backend="docker", limits={"sandboxes": bound}, source=f"{source}={bound or 0}"
+    bound, source = resolve_docker_bound(
+        setting, env.get("SANDBOX_MAX_CONCURRENT"), available_cpus() if cpus is None else cpus
     )
+    reading = ProbeReading(backend="docker", limits={"sandboxes": bound}, source=source)
     try:
         client = _client(base_url, env, timeout)
         try:

@@ -4,6 +4,8 @@ Kubernetes quota shortfalls are structured events."""
 
 from __future__ import annotations
 
+import os
+
 from harness.fake_docker import FakeContainer
 from harness.fake_kubernetes import FakeKubernetes, write_kubeconfig
 from steward.activities.capacity.capacity import probe
@@ -76,5 +78,6 @@ def test_a_broken_options_file_still_probes_and_says_why(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
     monkeypatch.delenv("SANDBOX_MAX_CONCURRENT", raising=False)
     reading, _ = probe(ProbeRequest(backend="docker", workspace=str(workspace)), "host")
-    assert reading.limits == {"sandboxes": 2}  # decided on the environment: the default
+    cpus = len(os.sched_getaffinity(0))
+    assert reading.limits == {"sandboxes": 2 * cpus}  # decided on the environment: the default
     assert "max_concurrent_sandboxes" in reading.problem

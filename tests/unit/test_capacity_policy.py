@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from steward.workflows.policy import capacity
+from steward.workflows.policy import capacity, ramp
 from steward.workflows.policy.capacity import (
     AdmitRequest,
     Footprint,
@@ -108,14 +108,27 @@ def test_withdraw_takes_a_queued_run_out():
 
 
 def test_zero_means_unbounded_and_unset_falls_through():
-    assert capacity.resolve_docker_bound(5, "9") == (5, "max_concurrent_sandboxes")
-    assert capacity.resolve_docker_bound(0, "9") == (None, "max_concurrent_sandboxes")
-    assert capacity.resolve_docker_bound(None, "9") == (9, "SANDBOX_MAX_CONCURRENT")
-    assert capacity.resolve_docker_bound(None, "0") == (None, "SANDBOX_MAX_CONCURRENT")
-    assert capacity.resolve_docker_bound(None, None) == (2, "default")
-    assert capacity.resolve_docker_bound(None, "many") == (2, "default")
+    assert capacity.resolve_docker_bound(5, "9", 4) == (5, "max_concurrent_sandboxes=5")
+    assert capacity.resolve_docker_bound(0, "9", 4) == (None, "max_concurrent_sandboxes=0")
+    assert capacity.resolve_docker_bound(None, "9", 4) == (9, "SANDBOX_MAX_CONCURRENT=9")
+    assert capacity.resolve_docker_bound(None, "0", 4) == (None, "SANDBOX_MAX_CONCURRENT=0")
     ledger = _ledger(bound=None)
     assert all(_ask(ledger, run, 1000).granted for run in "abc")
+
+
+@pytest.mark.parametrize("cpus", [1, 2, 32])
+def test_left_unset_the_docker_bound_is_inspects_default_of_two_per_cpu(cpus):
+    # Seed 000: per-sample Docker sandboxes are limited to 2 x the available CPUs, the same
+    # rule as the fleet's sandbox budget; agentsmith's default of 2 was for whole pipelines.
+    default = (2 * cpus, f"2 x {cpus} CPUs (Inspect's default)")
+    assert capacity.resolve_docker_bound(None, None, cpus) == default
+    assert capacity.resolve_docker_bound(None, "many", cpus) == default
+    assert capacity.resolve_docker_bound(None, " ", cpus) == default
+    assert default[0] == ramp.sandbox_budget(None, ["docker"], cpus)
+
+
+def test_a_host_reporting_no_cpus_still_gets_two_sandboxes():
+    assert capacity.resolve_docker_bound(None, None, 0) == (2, "2 x 1 CPUs (Inspect's default)")
 
 
 def test_probe_usage_outside_steward_counts_and_a_changed_bound_applies_next():

@@ -3,6 +3,8 @@ Engine API on a Unix socket."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from harness.fake_docker import FakeContainer
@@ -23,6 +25,9 @@ def sandbox(name: str, project: str, state: str = "running", where: str = "/task
     )
 
 
+DEFAULT = "2 x 3 CPUs (Inspect's default)"  # on a host with 3 CPUs
+
+
 @pytest.mark.parametrize(
     ("setting", "env", "limit", "source"),
     [
@@ -30,14 +35,14 @@ def sandbox(name: str, project: str, state: str = "running", where: str = "/task
         (0, {"SANDBOX_MAX_CONCURRENT": "3"}, None, "max_concurrent_sandboxes=0"),
         (None, {"SANDBOX_MAX_CONCURRENT": "3"}, 3, "SANDBOX_MAX_CONCURRENT=3"),
         (None, {"SANDBOX_MAX_CONCURRENT": "0"}, None, "SANDBOX_MAX_CONCURRENT=0"),
-        (None, {"SANDBOX_MAX_CONCURRENT": "many"}, 2, "default=2"),
-        (None, {"SANDBOX_MAX_CONCURRENT": "-1"}, 2, "default=2"),
-        (None, {"SANDBOX_MAX_CONCURRENT": " "}, 2, "default=2"),
-        (None, {}, 2, "default=2"),
+        (None, {"SANDBOX_MAX_CONCURRENT": "many"}, 6, DEFAULT),
+        (None, {"SANDBOX_MAX_CONCURRENT": "-1"}, 6, DEFAULT),
+        (None, {"SANDBOX_MAX_CONCURRENT": " "}, 6, DEFAULT),
+        (None, {}, 6, DEFAULT),
     ],
 )
 def test_the_bound_and_where_it_came_from(daemon, setting, env, limit, source):
-    reading = docker_reading(setting, daemon.url, environ=env)
+    reading = docker_reading(setting, daemon.url, environ=env, cpus=3)
     assert reading.backend == "docker" and reading.problem is None
     assert reading.limits == {"sandboxes": limit} and reading.source == source
 
@@ -91,7 +96,9 @@ def test_no_engine_is_a_problem_not_an_exception(tmp_path):
 def test_no_engine_at_docker_host_names_it(tmp_path):
     url = f"unix://{tmp_path / 'nothing.sock'}"
     reading = docker_reading(None, environ={"DOCKER_HOST": url}, timeout=1)
-    assert reading.limits == {"sandboxes": 2} and reading.used == {}
+    cpus = len(os.sched_getaffinity(0))  # this process's, as the worker's own
+    assert reading.limits == {"sandboxes": 2 * cpus} and reading.used == {}
+    assert reading.source == f"2 x {cpus} CPUs (Inspect's default)"
     assert reading.problem.startswith(f"no Docker engine answered at {url}: ")
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 Backend = Literal["docker", "kubernetes", "local"]
 BackendChoice = Literal["auto", "docker", "kubernetes", "none"]
-DEFAULT_DOCKER_BOUND = 2
+DOCKER_SANDBOXES_PER_CPU = 2  # Inspect's own default for Docker (seed 000)
 GI = 1024**3
 
 
@@ -74,19 +74,28 @@ def footprint(setpoints: list[tuple[int, SandboxSize]], backend: Backend) -> Foo
 
 
 # ---------------------------------------------------------------- the bound
-def resolve_docker_bound(setting: int | None, environment: str | None) -> tuple[int | None, str]:
-    """max_concurrent_sandboxes: the settings' value, else SANDBOX_MAX_CONCURRENT, else 2.
-    0 means unbounded (returned as None), so only leaving it unset hands over to the next."""
+def resolve_docker_bound(
+    setting: int | None, environment: str | None, cpus: int
+) -> tuple[int | None, str]:
+    """The Docker bound and where it came from, as status shows it: max_concurrent_sandboxes
+    (`max_concurrent_sandboxes=4`), else SANDBOX_MAX_CONCURRENT (`SANDBOX_MAX_CONCURRENT=4`),
+    else Inspect's own default for Docker, 2 x the CPUs of the host's worker (`2 x 2 CPUs
+    (Inspect's default)`): the fleet's sandbox budget follows the same rule
+    (ramp.sandbox_budget), and per-sample sandboxes are not agentsmith's whole-pipeline ones,
+    which its default of 2 was for. 0 means unbounded (returned as None), so only leaving it
+    unset hands over to the next."""
     if setting is not None:
-        return (setting or None), "max_concurrent_sandboxes"
+        return (setting or None), f"max_concurrent_sandboxes={setting}"
     if environment is not None and environment.strip():
         try:
             value = int(environment.strip())
         except ValueError:
             value = -1
         if value >= 0:
-            return (value or None), "SANDBOX_MAX_CONCURRENT"
-    return DEFAULT_DOCKER_BOUND, "default"
+            return (value or None), f"SANDBOX_MAX_CONCURRENT={value}"
+    cpus = max(1, cpus)
+    per_cpu = DOCKER_SANDBOXES_PER_CPU
+    return per_cpu * cpus, f"{per_cpu} x {cpus} CPUs (Inspect's default)"
 
 
 class ProbeReading(BaseModel):
