@@ -283,6 +283,22 @@ class StewardOptions(BaseModel):
             )
         return value
 
+    @field_validator("cost_cap")
+    @classmethod
+    def _cap_above_zero(cls, value: CostCap | None) -> CostCap | None:
+        # A cap at or below zero is crossed before anything is spent: the run would start and
+        # pause at once.
+        if value is None:
+            return value
+        for field, example in (("usd", "{usd: 5}"), ("tokens", "{tokens: 1000000}")):
+            amount = getattr(value, field)
+            if amount is not None and amount <= 0:
+                raise ValueError(
+                    f"cost_cap.{field} above 0 (such as {example}), not {amount:g}; "
+                    "leave cost_cap out for no cap"
+                )
+        return value
+
     @field_validator("tend_interval")
     @classmethod
     def _tend_floor(cls, value: float) -> float:

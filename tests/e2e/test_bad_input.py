@@ -32,6 +32,8 @@ def _refused(result, code: int, *needles: str) -> str:
         ("stall_after: often\n", ["stall_after", "_steward.yaml", "integer"]),
         ("samples_ramp: [300, 40]\n", ["samples_ramp", "low <= high"]),
         ("tend_interval: [\n", ["not valid YAML", "_steward.yaml"]),
+        # Crossed before anything is spent: the run would start and pause at once.
+        ("cost_cap: {usd: -1}\n", ["_steward.yaml", "cost_cap.usd above 0", "no cap"]),
     ],
 )
 def test_bad_options_are_refused_with_one_sentence(steward, tmp_path, yaml_text, needles):

@@ -98,6 +98,10 @@ def test_environment_values_parse(tmp_path: Path, environ):
         ("hosts: [a, b]\n", "set shared_storage: true"),
         ("shared_storage: true\nhosts: [a, 3]\n", "'hosts'"),
         ("host_timeout: 120\n", "with a unit"),
+        # A cap at or below zero is crossed at once: the run would start and pause.
+        ("cost_cap: {usd: -1}\n", "expected cost_cap.usd above 0 (such as {usd: 5}), not -1"),
+        ("cost_cap: {usd: 0}\n", "cost_cap.usd above 0"),
+        ("cost_cap: {usd: 5, tokens: -10}\n", "cost_cap.tokens above 0"),
     ],
 )
 def test_refusals_name_key_file_and_what_is_allowed(tmp_path: Path, environ, yaml_text, needle):
