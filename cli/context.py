@@ -40,10 +40,22 @@ class Context:
 def load_context(workspace: Path | None) -> Context:
     try:
         root = find_workspace(workspace or Path.cwd())
-        options = load_options(root)
+        options = load_options(root, sendable=True)  # refused here if a value cannot travel
     except (WorkspaceError, OptionsError) as err:
         raise bad_input(str(err)) from err
-    return Context(root, options, target_for(options), workflow_id_for(root))
+    return Context(root, options, target_for(options), _workflow_id(root))
+
+
+def _workflow_id(root: Path) -> str:
+    """The run's workflow id, from the id the workspace keeps (made on first use)."""
+    try:
+        return workflow_id_for(root)
+    except OSError as err:
+        raise bad_input(
+            f"The workspace {root} cannot be written ({err.strerror or err}: "
+            f"{err.filename or root}); make it writable: the run keeps its id, journal and "
+            "status there."
+        ) from err
 
 
 def ready_context(workspace: Path | None, quiet: bool) -> Context:

@@ -96,6 +96,17 @@ def refuse_usage(error: typer.TyperException, argv: list[str]) -> NoReturn:
     finish(error.exit_code)
 
 
+def unexpected(err: Exception) -> str:
+    """The one line for an error no step of the command foresaw. A file or directory it could
+    not use is named with what to check; anything else is a bug or an outage."""
+    if isinstance(err, OSError) and err.filename:
+        return (
+            f"Cannot use {err.filename} ({err.strerror or err}); check that it exists and that "
+            "this user may read and write it, then run the command again."
+        )
+    return f"unexpected {type(err).__name__}: {err} (set STEWARD_DEBUG=1 for details)"
+
+
 def command(fn: Callable) -> Callable:
     """Run a command body: map failures to one sentence and an exit code, then leave."""
 
@@ -111,12 +122,7 @@ def command(fn: Callable) -> Callable:
         except Exception as err:  # a bug or an outage: one line, unless debugging
             if os.environ.get("STEWARD_DEBUG"):
                 raise
-            fail(
-                CommandError(
-                    f"unexpected {type(err).__name__}: {err} (set STEWARD_DEBUG=1 for details)"
-                ),
-                as_json,
-            )
+            fail(CommandError(unexpected(err)), as_json)
         finish(OK)
 
     return wrapper

@@ -306,6 +306,27 @@ def test_a_workspace_that_cannot_be_written_is_refused_at_launch(steward, tmp_pa
     _nothing_started(steward, workspace)
 
 
+def test_a_workspace_without_its_id_that_cannot_be_written_is_refused(steward, tmp_path):
+    # A workspace made by hand (or copied without .steward/): its id is made on first use,
+    # which is where an unwritable one failed with "unexpected PermissionError".
+    workspace = make_workspace(steward, tmp_path, {"a": 2})
+    shutil.rmtree(workspace / ".steward")
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(workspace)]).returncode:
+        pytest.skip("chattr +i is not available here")
+    try:
+        for command in (["launch"], ["status"], ["cancel"]):
+            text = _refused(
+                steward(*command, cwd=workspace),
+                2,
+                f"The workspace {workspace} cannot be written (Operation not permitted: "
+                f"{workspace / '.steward'}); make it writable",
+            )
+            assert "unexpected" not in text and "STEWARD_DEBUG" not in text
+    finally:
+        subprocess.run(["chattr", "-i", str(workspace)], check=True)
+    assert not (workspace / ".steward").exists() and not (workspace / "logs").exists()
+
+
 def test_steering_a_run_that_runs_nothing_is_refused(steward, tmp_path):
     workspace = make_workspace(steward, tmp_path, {"quick": 2})
     steward.ok("launch", cwd=workspace)

@@ -20,6 +20,7 @@ from steward.activities.logs.paths import unwritable
 from steward.activities.processes.runner_launch import REFUSAL_MARK
 from steward.activities.workspace.dotenv_files import dotenv_problem
 from steward.activities.workspace.options import OptionsError, load_options
+from steward.cli.output import unexpected
 from steward.cli.run_calls import steering_refusal
 from steward.workflows.contracts import RunState
 from steward.workflows.run.eval_run import EvalRun
@@ -227,3 +228,14 @@ def test_a_usage_error_without_json_prints_only_the_usual_message():
     done = _steward("rule", "d-2")
     assert done.returncode == 2 and done.stdout == "" and "Missing argument" in done.stderr
     assert _steward("--help").returncode == 0
+
+
+def test_a_file_no_step_foresaw_is_named_with_what_to_check():
+    denied = PermissionError(13, "Permission denied", "/ws/_steward.yaml")
+    assert unexpected(denied) == (
+        "Cannot use /ws/_steward.yaml (Permission denied); check that it exists and that this "
+        "user may read and write it, then run the command again."
+    )
+    assert unexpected(RuntimeError("boom")) == (
+        "unexpected RuntimeError: boom (set STEWARD_DEBUG=1 for details)"
+    )
