@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from steward.cli.context import Context
 from steward.cli.output import CommandError, bad_input, console
-from steward.worker.connect import ConnectError, Target, connect, run_url
+from steward.worker.connect import (
+    CONNECT_SECONDS,
+    ConnectError,
+    Target,
+    connect,
+    connect_failure,
+    run_url,
+)
 from steward.workflows.contracts import (
     SETTLED_PHASES,
     TERMINAL_PHASES,
@@ -46,12 +53,13 @@ Result = TypeVar("Result")
 
 async def client_for(target: Target) -> Client:
     try:
-        return await asyncio.wait_for(connect(target), 15)
+        return await asyncio.wait_for(connect(target), CONNECT_SECONDS)
     except ConnectError as err:
         raise bad_input(str(err)) from err
     except Exception as err:  # the SDK raises RuntimeError for unreachable servers
         raise CommandError(
-            f"Cannot reach Temporal at {target.address} ({err}); "
+            f"Cannot reach Temporal at {target.address} "
+            f"({connect_failure(err, CONNECT_SECONDS)}); "
             + (
                 "start it with `steward server start`."
                 if target.embedded

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +32,22 @@ def host_queue() -> str:
     return f"steward-host-{host_id()}-{scope}"
 
 
+CONNECT_SECONDS = 15.0  # how long a command waits for Temporal to answer a connection
+
+
 class ConnectError(Exception):
     """Temporal cannot be reached as configured; the message says why."""
+
+
+def connect_failure(err: BaseException, seconds: float) -> str:
+    """Why connecting to Temporal failed, in a few words. A wait that ran out is `timed out`
+    (its message is empty: it used to read "()"); the SDK's transport error is cut down to the
+    OS's own words ("Connection refused") when it carries them."""
+    if isinstance(err, TimeoutError):
+        return f"timed out: nothing answered within {seconds:g} s"
+    text = " ".join(str(err).split())
+    said = re.search(r'message: "([^"]+)"', text)
+    return said.group(1) if said else text or type(err).__name__
 
 
 @dataclass(frozen=True)

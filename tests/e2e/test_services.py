@@ -117,6 +117,24 @@ def test_unreachable_cluster(steward, tmp_path):
     _one_sentence(private("runs"), 1, "Cannot reach Temporal", "STEWARD_TEMPORAL_ADDRESS")
 
 
+def test_a_cluster_that_never_answers_says_it_timed_out(steward, tmp_path):
+    # A local listener that takes connections (the kernel completes them from the backlog)
+    # and never says a word: what a firewall dropping the traffic looks like, off no network.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        private = _private(steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=address)
+        result = private("runs", timeout=120)
+    _one_sentence(
+        result,
+        1,
+        f"Cannot reach Temporal at {address} (timed out: nothing answered within 15 s)",
+        "STEWARD_TEMPORAL_ADDRESS",
+    )
+    assert "()" not in result.stderr
+
+
 def test_missing_tls_certificate_is_named(steward, tmp_path):
     private = _private(
         steward,
