@@ -107,10 +107,9 @@ def launch(
             f"The definition {ctx.workspace / definition} does not exist; create it or name another file."
         )
     launching.refuse_unwritable(ctx)
-    with working("starting services", as_json) as say:
+    with working("starting services", as_json):
         ctx.ensure_services(quiet=as_json)
-        say("capturing the definition's tasks")
-        plan = launching.make_plan(ctx, definition)
+    plan = launching.make_plan(ctx, definition, quiet=as_json)
     launching.refuse_unwritable_log_dir(plan)
     document = plan.document()
     if dry_run:

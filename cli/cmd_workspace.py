@@ -11,8 +11,9 @@ import typer
 from steward.cli import launch_plan as launching
 from steward.cli import render
 from steward.cli.context import load_context
-from steward.cli.output import bad_input, command, console, emit, working
+from steward.cli.output import CommandError, bad_input, command, console, emit
 from steward.cli.params import DefinitionArg, DefinitionKind, JsonOpt, WorkspaceOpt
+from steward.cli.step_progress import timed_step
 
 
 @command
@@ -56,6 +57,7 @@ def tasks(
 ) -> None:
     """Resolve the definition's tasks with Inspect's capture mode (nothing runs)."""
     from steward.worker.workspace import (
+        CaptureTimeout,
         DefinitionError,
         capture_definition_sync,
         default_definition,
@@ -65,8 +67,12 @@ def tasks(
     definition = definition or default_definition(ctx.workspace)
     launching.refuse_unsupported(ctx, definition)
     try:
-        with working(f"resolving {definition} with Inspect's capture mode", as_json):
-            capture = capture_definition_sync(str(ctx.workspace), definition)
+        with timed_step(f"resolving {definition} (capture)", as_json):
+            capture = capture_definition_sync(
+                str(ctx.workspace), definition, ctx.options.capture_timeout
+            )
+    except CaptureTimeout as err:  # it may resolve next time: a failure, not bad input
+        raise CommandError(str(err)) from err
     except DefinitionError as err:
         raise bad_input(str(err)) from err
     emit(

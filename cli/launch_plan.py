@@ -12,6 +12,7 @@ from steward.cli import launch_preflight as preflight
 from steward.cli.context import Context
 from steward.cli.output import CommandError, bad_input, console
 from steward.cli.run_calls import ask_worker, live_status
+from steward.cli.step_progress import timed_step
 from steward.workflows.contracts import Capture, RunStatus, TaskSpec
 from steward.workflows.policy.delta import Delta, compute_delta, delta_lines
 
@@ -109,12 +110,13 @@ def refuse_unwritable_log_dir(plan: LaunchPlan) -> None:
         )
 
 
-def make_plan(ctx: Context, definition: str) -> LaunchPlan:
-    """Resolve the definition (on the Steward worker: `ensure_services` first) and work out what
-    it means against the live run and the log store."""
+def make_plan(ctx: Context, definition: str, quiet: bool = False) -> LaunchPlan:
+    """Resolve the definition (on the Steward worker: `ensure_services` first; shown as it goes
+    unless `quiet`) and work out what it means against the live run and the log store."""
     from steward.worker.workspace import definition_hash, log_store
 
-    capture = preflight.capture(ctx, definition)
+    with timed_step(f"resolving {definition} (capture)", quiet):
+        capture = preflight.capture(ctx, definition)
     live = asyncio.run(live_status(ctx))
     if live is not None:
         log_dir = live.state.log_dir

@@ -11,7 +11,6 @@ from steward.worker.connect import host_queue
 from steward.workflows.activity_io import CaptureRequest
 from steward.workflows.contracts import Capture, TaskSpec
 from steward.workflows.prelaunch.preflight import (
-    CAPTURE_TIMEOUT_S,
     Preflight,
     PreflightRequest,
     PreflightResult,
@@ -31,17 +30,22 @@ def capture(ctx: Context, definition: str) -> Capture:
     is tried once more here, in the user's environment: a definition that needs a credential
     only the shell holds then resolves, and the credentials check names what the workers lack
     (and --no-env-check can still launch); one broken everywhere fails in its own words."""
-    from steward.worker.workspace import DefinitionError, capture_definition_sync
+    from steward.worker.workspace import CaptureTimeout, DefinitionError, capture_definition_sync
 
+    timeout = ctx.options.capture_timeout
     request = PreflightRequest(
         host_queue=host_queue(),
-        capture=CaptureRequest(workspace=str(ctx.workspace), definition=definition),
+        capture=CaptureRequest(
+            workspace=str(ctx.workspace), definition=definition, timeout=timeout
+        ),
     )
     try:
-        result = _run(ctx, request, "capture", CAPTURE_TIMEOUT_S)
+        result = _run(ctx, request, "capture", timeout)
     except _DefinitionRefused:
         try:
-            return capture_definition_sync(str(ctx.workspace), definition)
+            return capture_definition_sync(str(ctx.workspace), definition, timeout)
+        except CaptureTimeout as err:
+            raise CommandError(str(err)) from err
         except DefinitionError as err:
             raise bad_input(str(err)) from err
     assert result.capture is not None
@@ -85,6 +89,9 @@ def _run(ctx: Context, request: PreflightRequest, step: str, seconds: float) -> 
             cause = cause.cause
         if isinstance(cause, ApplicationError) and cause.type == "DefinitionError":
             raise _DefinitionRefused(cause.message) from err
+        if isinstance(cause, ApplicationError) and cause.type == "CaptureTimeout":
+            # It hung on the worker: trying it once more in this shell would hang as long again.
+            raise CommandError(cause.message) from err
         if isinstance(cause, ApplicationError):
             raise CommandError(f"The {step} failed on the Steward worker: {cause.message}") from err
         raise CommandError(

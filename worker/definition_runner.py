@@ -12,6 +12,7 @@ the runner with one line on stderr starting with REFUSAL_MARK, which capture sho
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import os
 import runpy
@@ -26,6 +27,7 @@ from steward.activities.processes.runner_launch import (
     REFUSAL_MARK,
     SANDBOX_SIDECAR_ENV,
 )
+from steward.activities.processes.runner_process import STACK_DUMP_SIGNAL
 from steward.activities.workspace.dotenv_files import dotenv_chain, dotenv_problem
 
 
@@ -175,6 +177,10 @@ def main(argv: list[str]) -> None:
     if len(argv) != 1:
         sys.exit("usage: python -m steward.worker.definition_runner DEFINITION")
     definition = Path(argv[0])
+    if os.environ.get(CAPTURE_ENV):
+        # A capture that overruns capture_timeout is asked where it is before it is killed
+        # (activities/processes/runner_process.py): every thread's stack, to stderr.
+        faulthandler.register(STACK_DUMP_SIGNAL, file=sys.stderr, all_threads=True)
     load_dotenv_files(Path.cwd())
     refuse_empty_task_list(definition)
     if os.environ.get(SANDBOX_SIDECAR_ENV) and os.environ.get(CAPTURE_ENV):

@@ -2,7 +2,11 @@
 activities directly; the worker hosts them)."""
 
 from steward.activities.capacity import docker_pools
-from steward.activities.definition.capture import DefinitionError, capture_definition_sync
+from steward.activities.definition.capture import (
+    CaptureTimeout,
+    DefinitionError,
+    capture_definition_sync,
+)
 from steward.activities.logs import log_store
 from steward.activities.logs.paths import unwritable
 from steward.activities.workspace.options import OptionsError, definition_hash, load_options
@@ -17,6 +21,7 @@ from steward.activities.workspace.workspace import (
 from steward.activities.workspace.workspace_files import read_journal
 
 __all__ = [
+    "CaptureTimeout",
     "DEFAULT_DEFINITION",
     "default_definition",
     "DefinitionError",

@@ -25,6 +25,7 @@ from steward.workflows.policy.rulings import Action
 class CaptureRequest(BaseModel):
     workspace: str
     definition: str
+    timeout: float | None = None  # seconds (the CLI's capture_timeout); None: the workspace's
 
 
 class SelectedTask(BaseModel):

@@ -23,7 +23,8 @@ from steward.workflows.names import Activity, WorkflowType
 
 CheckKind = Literal["model", "sandbox", "task", "timeout", "definition"]
 CHECK_KINDS: tuple[str, ...] = ("model", "sandbox", "task", "timeout", "definition")
-CAPTURE_TIMEOUT_S = 600
+CAPTURE_TIMEOUT_S = 600  # the bound of a capture whose request names none (an older CLI's)
+CAPTURE_MARGIN_S = 60  # beyond the capture's own bound: its stack dump, the kill, the answer
 
 
 class SmokeCheck(BaseModel):
@@ -107,7 +108,9 @@ class Preflight:
                 Activity.CAPTURE_DEFINITION,
                 request.capture,
                 task_queue=request.host_queue,
-                start_to_close_timeout=timedelta(seconds=CAPTURE_TIMEOUT_S + 60),
+                start_to_close_timeout=timedelta(
+                    seconds=(request.capture.timeout or CAPTURE_TIMEOUT_S) + CAPTURE_MARGIN_S
+                ),
                 retry_policy=_ONCE_MORE,
                 result_type=Capture,
             )
