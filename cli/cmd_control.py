@@ -12,8 +12,16 @@ import typer
 
 from steward.cli import launch_plan as launching
 from steward.cli import render
-from steward.cli.context import Context, ready_context
-from steward.cli.output import CommandError, bad_input, command, console, emit, working
+from steward.cli.context import Context, ready_context, stopping_context
+from steward.cli.output import (
+    CommandError,
+    bad_input,
+    command,
+    console,
+    emit,
+    errors,
+    working,
+)
 from steward.cli.params import ByOpt, JsonOpt, NoEnvCheckOpt, ReasonOpt, WorkspaceOpt, who
 from steward.cli.run_calls import (
     current_status,
@@ -170,8 +178,12 @@ def cancel(
     by: ByOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
-    """Stop the workers (30 s grace, then killed) and end the run CANCELLED."""
-    ctx = ready_context(workspace, quiet=as_json)
+    """Stop the workers (30 s grace, then killed) and end the run CANCELLED.
+
+    Works while the workspace's options cannot be read: it says so, and cancels anyway."""
+    ctx, options_problem = stopping_context(workspace, quiet=as_json)
+    if options_problem and not as_json:
+        errors.print(f"[yellow]note[/]: {options_problem} Cancelling anyway.", highlight=False)
 
     async def stop() -> RunStatus:
         handle = await signal_run(ctx, EvalRun.cancel, CancelRequest(reason=reason, by=who(by)))
@@ -183,7 +195,7 @@ def cancel(
         result = asyncio.run(stop())
     emit(
         as_json,
-        {"ok": True, **result.model_dump(mode="json")},
+        {"ok": True, **result.model_dump(mode="json"), "options_problem": options_problem},
         lambda: console.print(f"Run {result.state.phase}.", highlight=False),
     )
 

@@ -20,6 +20,7 @@ from steward.worker.workspace import (
     OptionsError,
     WorkspaceError,
     find_workspace,
+    load_connection_options,
     load_options,
     workflow_id_for,
 )
@@ -63,6 +64,28 @@ def ready_context(workspace: Path | None, quiet: bool) -> Context:
     ctx = load_context(workspace)
     ctx.ensure_services(quiet)
     return ctx
+
+
+def stopping_context(workspace: Path | None, quiet: bool) -> tuple[Context, str | None]:
+    """`cancel`'s prologue: cancel must always work, so options that cannot be read (a broken
+    `_steward.yaml`, a bad STEWARD_* value) do not stop it. Their Temporal connection options
+    alone then find the run; also returns why the options could not be read (None: they could)."""
+    try:
+        root = find_workspace(workspace or Path.cwd())
+    except WorkspaceError as err:
+        raise bad_input(str(err)) from err
+    problem = None
+    try:
+        options = load_options(root)
+    except OptionsError as err:
+        problem = str(err)
+        try:
+            options = load_connection_options(root)
+        except OptionsError as bad:
+            raise bad_input(f"{bad} The run cannot be found without it.") from bad
+    ctx = Context(root, options, target_for(options), _workflow_id(root))
+    ctx.ensure_services(quiet)
+    return ctx, problem
 
 
 def machine_options(start: Path | None = None) -> StewardOptions:

@@ -9,7 +9,12 @@ from steward.activities.definition.capture import (
 )
 from steward.activities.logs import log_store
 from steward.activities.logs.paths import unwritable
-from steward.activities.workspace.options import OptionsError, definition_hash, load_options
+from steward.activities.workspace.options import (
+    OptionsError,
+    definition_hash,
+    load_connection_options,
+    load_options,
+)
 from steward.activities.workspace.workspace import (
     DEFAULT_DEFINITION,
     WorkspaceError,
@@ -33,6 +38,7 @@ __all__ = [
     "log_store",
     "find_workspace",
     "init_workspace",
+    "load_connection_options",
     "load_options",
     "read_journal",
     "unwritable",

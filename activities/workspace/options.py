@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import ValidationError, create_model
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.sources import InitSettingsSource
 from temporalio import activity
@@ -194,3 +194,60 @@ def definition_hash(workspace: Path, definition: str | None) -> str | None:
         return hashlib.sha256((workspace / definition).read_bytes()).hexdigest()[:16]
     except OSError:
         return None
+
+
+CONNECTION_OPTIONS = tuple(
+    name for name in StewardOptions.model_fields if name.startswith("temporal_")
+)
+
+
+def load_connection_options(workspace: Path) -> StewardOptions:
+    """Where the workspace's run lives (the `temporal_*` options, from the same sources in the
+    same order) whatever else its options say: `cancel` must reach the run while
+    `_steward.yaml` is broken. A file that is not YAML gives nothing; its other keys, and other
+    STEWARD_* variables, are not read. Everything else is left at its default. Raises
+    OptionsError only when a connection option itself is bad (the run cannot be found then)."""
+    workspace = workspace.resolve()
+    try:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # fast on a file grown large
+        document = yaml.load((workspace / OPTIONS_FILE).read_text(), Loader=loader) or {}  # noqa: S506
+    except (OSError, yaml.YAMLError):
+        document = {}
+    from_file = {
+        key: value
+        for key, value in (document.items() if isinstance(document, dict) else [])
+        if key in CONNECTION_OPTIONS
+    }
+    dotenvs = [path for path in dotenv_chain(workspace) if dotenv_problem(path) is None]
+
+    class ConnectionSources(BaseSettings):
+        model_config = SettingsConfigDict(
+            env_prefix=ENV_PREFIX, env_file=tuple(dotenvs) or None, extra="ignore"
+        )
+
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (InitSettingsSource(settings_cls, from_file), env_settings, dotenv_settings)
+
+    fields: Any = {
+        name: (StewardOptions.model_fields[name].annotation, StewardOptions.model_fields[name])
+        for name in CONNECTION_OPTIONS
+    }
+    model = create_model("ConnectionOptions", __base__=ConnectionSources, **fields)
+    try:
+        loaded = model()
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = str(first["loc"][0]) if first.get("loc") else "?"
+        raise OptionsError(
+            f"Option '{key}' {_where(key, from_file, workspace / OPTIONS_FILE, dotenvs)} is not "
+            f"allowed: expected {_describe_allowed(first)}."
+        ) from err
+    return StewardOptions(**loaded.model_dump())  # the rest: their defaults, as read

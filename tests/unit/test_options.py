@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from steward.activities.workspace.options import OptionsError, load_options
+from steward.activities.workspace.options import (
+    OptionsError,
+    load_connection_options,
+    load_options,
+)
 from steward.workflows.options import StewardOptions, format_duration, parse_duration
 
 
@@ -137,3 +141,29 @@ def test_hosts_are_a_list_or_any_once_storage_is_shared(tmp_path: Path, environ)
     options = load_options(tmp_path)
     assert options.hosts == ["a", "b"] and options.host_timeout == 180
     assert StewardOptions().hosts is None and StewardOptions().host_timeout == 120
+
+
+@pytest.mark.parametrize(
+    "yaml_text",
+    [
+        "tend_interval: [\ntemporal_port: 7999\n",  # not YAML: the file gives nothing
+        "stall_after: often\ntemporal_port: 7999\nbogus: 1\n",  # bad or unknown: not read
+    ],
+)
+def test_connection_options_are_read_whatever_else_is_wrong(tmp_path: Path, environ, yaml_text):
+    # What `cancel` finds the run with while the other options cannot be read.
+    (tmp_path / "_steward.yaml").write_text(yaml_text)
+    (tmp_path / ".env").write_text("STEWARD_TEMPORAL_NAMESPACE=evals\nSTEWARD_HEARTBEAT=soon\n")
+    environ({"STEWARD_STALL_AFTER": "-1"})
+    with pytest.raises(OptionsError):
+        load_options(tmp_path)
+    options = load_connection_options(tmp_path)
+    from_file = 7999 if yaml_text.startswith("stall_after") else 7233
+    assert (options.temporal_port, options.temporal_namespace) == (from_file, "evals")
+    assert options.tend_interval == 600.0 and options.stall_after == 2  # the defaults
+
+
+def test_a_bad_connection_option_still_refuses(tmp_path: Path, environ):
+    (tmp_path / "_steward.yaml").write_text("temporal_port: many\n")
+    with pytest.raises(OptionsError, match="'temporal_port' in .*_steward.yaml"):
+        load_connection_options(tmp_path)

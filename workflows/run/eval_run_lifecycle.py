@@ -15,12 +15,14 @@ with workflow.unsafe.imports_passed_through():
         CaptureRequest,
         CurateRequest,
         CurateResult,
+        ObserveRequest,
         StopResult,
     )
     from steward.workflows.contracts import (
         UNCHANGEABLE_PHASES,
         Capture,
         Notice,
+        Observation,
         Signoff,
         SignoffRequest,
         TendSummary,
@@ -30,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.policy import run_policy as policy
     from steward.workflows.run import eval_run_scan
     from steward.workflows.run import eval_run_triage as triage
+    from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_capacity import release
     from steward.workflows.run.eval_run_change import reuse_from_store
     from steward.workflows.run.eval_run_context import RunContext, cause_of
@@ -188,6 +191,8 @@ async def cancel(ctx: RunContext) -> None:
     # Recorded cancelled whether or not the workers stopped: capacity goes back, and sandbox
     # containers the workers left behind go with it.
     result = await _stop_all(ctx, "cancelled")
+    if versions.cancel_counts_from_the_logs():
+        await _count_from_the_logs(ctx)
     if state.capacity.domain_id is not None and state.capacity.backend == "docker":
         reaped = await ctx.activity(
             Activity.REAP_SANDBOXES, [ctx.workspace], result_type=list[str], attempts=3
@@ -200,6 +205,26 @@ async def cancel(ctx: RunContext) -> None:
     )
     await _end(ctx, "cancelled", result, text, reason=request.reason, by=request.by)
     await ctx.publish_state()
+
+
+async def _count_from_the_logs(ctx: RunContext) -> None:
+    """Read the unfinished tasks' logs once their workers are stopped: their progress was as
+    of the last tend (the watches' heartbeats never enter the state), so the samples completed
+    since would be missing from the cancelled run's count. Unread, the count stays as it was."""
+    state = ctx.state
+    unfinished = [t.spec for t in policy.open_tasks(state)]
+    if not state.log_dir or not unfinished:
+        return
+    request = ObserveRequest(log_dir=state.log_dir, workers=[], tasks=unfinished)
+    try:
+        seen = await ctx.activity(
+            Activity.OBSERVE_RUN, request, result_type=Observation, attempts=3
+        )
+    except ActivityError as err:
+        ctx.journal("count not read", problem=cause_of(err))
+        return
+    # No workers are left, so only progress is folded in (and a log found complete).
+    policy.apply_observation(state, seen, ctx.settings.stall_after)
 
 
 EndPhase = Literal["orphaned", "cancelled"]

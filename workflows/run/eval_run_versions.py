@@ -66,6 +66,9 @@ AT_START = (
 # Read at the first tend, where recorded histories have its marker.
 AT_FIRST_TEND = RetiredFlag("ramp-v1", "the automatic ramp", _GOES)
 
+# Flags this release added, each read by its function below (retired as above, later).
+CANCEL_COUNT = "cancel-count-v1"
+
 
 class UnsupportedRun(Exception):
     """A run this release does not continue. Raised in the workflow, it fails the workflow task
@@ -94,3 +97,9 @@ def read_at_start() -> None:
 def read_at_first_tend() -> None:
     """The ramp's marker, where recorded histories have it (the SDK matches it once)."""
     workflow.deprecate_patch(AT_FIRST_TEND.id)
+
+
+def cancel_counts_from_the_logs() -> bool:
+    """cancel-count-v1: a cancel reads the logs once its workers stopped, so its count has
+    every completed sample (a run cancelled before it replays without that read)."""
+    return workflow.patched(CANCEL_COUNT)
