@@ -36,7 +36,7 @@ from steward.cli.params import (
     WorkspaceOpt,
     who,
 )
-from steward.cli.run_calls import current_status, update_run
+from steward.cli.run_calls import current_status, refuse_oversize, update_run
 from steward.workflows.contracts import RunStatus
 from steward.workflows.options import run_settings
 from steward.workflows.policy.delta import AmendRequest, AmendResult, gate
@@ -111,6 +111,7 @@ def launch(
         ctx.ensure_services(quiet=as_json)
     plan = launching.make_plan(ctx, definition, quiet=as_json)
     launching.refuse_unwritable_log_dir(plan)
+    refuse_oversize("The definition's capture", plan.capture)  # before the smoke or the start
     document = plan.document()
     if dry_run:
         emit(as_json, {"ok": True, "dry_run": True, **document}, lambda: _print_dry_run(plan))

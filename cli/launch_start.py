@@ -8,7 +8,7 @@ import asyncio
 
 from steward.cli.context import Context
 from steward.cli.output import CommandError, bad_input
-from steward.cli.run_calls import client_for, eval_run_handle, query_status
+from steward.cli.run_calls import client_for, eval_run_handle, query_status, refuse_oversize
 from steward.worker.connect import host_queue, run_url
 from steward.workflows.contracts import (
     TERMINAL_PHASES,
@@ -63,6 +63,7 @@ async def start_run(
         store_hits=store_hits or {},
         timer=timer,
     )
+    refuse_oversize("The run's input", run_input)  # Temporal would refuse it in gRPC's words
     try:
         handle = await client.start_workflow(
             EvalRun.run,

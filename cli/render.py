@@ -153,6 +153,13 @@ def print_status(status: RunStatus) -> None:
         console.print(f"[red]error[/]: {state.error}", highlight=False)
     if state.workspace_problem:
         console.print(workspace_line(state.workspace_problem), highlight=False)
+    if state.tend_problem:
+        console.print(f"[red]last tend stopped short[/]: {state.tend_problem}", highlight=False)
+    if state.options_problem:
+        console.print(
+            f"[red]options not applied[/] (the last good ones are kept): {state.options_problem}",
+            highlight=False,
+        )
     warning = unsupervised(state, status.tend_interval, datetime.now(UTC))
     if warning:
         console.print(f"[red]{warning}[/]", highlight=False)

@@ -3,8 +3,9 @@ it. Calls are typed (`EvalRun.pause`, not "pause"): the workflow class is the co
 
 A refusal is the user's one sentence and exit code 2 whichever command meets it: no run was
 launched, the run has already ended (before the call, or while it was on its way), an
-update's validator said no, or pause, resume or ramp hold met a run that runs nothing. An
-update that fails while it runs is a failure (exit 1).
+update's validator said no, or pause, resume or ramp hold met a run that runs nothing, or
+what would be sent is too large for Temporal (`refuse_oversize`). An update that fails while
+it runs is a failure (exit 1).
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ from steward.workflows.contracts import (
 )
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
 from steward.workflows.names import Activity
+from steward.workflows.payload_limits import (
+    PAYLOAD_BUDGET,
+    largest_field,
+    oversize_send_sentence,
+)
 from steward.workflows.policy.capacity import LedgerView
 from steward.workflows.policy.worker_watch import with_live_progress
 from steward.workflows.run.eval_run import EvalRun
@@ -159,6 +165,7 @@ async def signal_run(ctx: Context, signal: Callable[..., Any], payload: Any) -> 
     """Signal the live run (e.g. `EvalRun.pause`); the handle is returned for waiting on it."""
     from temporalio.service import RPCError
 
+    refuse_oversize(f"The `{signal.__name__}` signal", payload)
     handle = await live_run(ctx, signal)
     try:
         await handle.signal(signal, payload)
@@ -174,6 +181,8 @@ async def update_run(ctx: Context, update: Callable[..., Awaitable[Result]], *ar
     from temporalio.client import WorkflowUpdateFailedError
     from temporalio.service import RPCError
 
+    for arg in args:
+        refuse_oversize(f"The `{update.__name__}` request", arg)
     handle = await live_run(ctx)
     try:
         return await handle.execute_update(update, args=args)
@@ -183,6 +192,19 @@ async def update_run(ctx: Context, update: Callable[..., Awaitable[Result]], *ar
         if not _closed(err):
             raise
         raise _ended(ctx, "has ended") from err
+
+
+def refuse_oversize(what: str, payload: Any) -> None:
+    """Refuse (exit 2) what Temporal could not take, before it is sent: measured as the
+    client encodes it, and named by its largest field (a `--reason`, a launch's capture)."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    [encoded] = pydantic_data_converter.payload_converter.to_payloads([payload])
+    size = encoded.ByteSize()
+    if size <= PAYLOAD_BUDGET:
+        return
+    as_json = payload.model_dump(mode="json") if hasattr(payload, "model_dump") else payload
+    raise bad_input(oversize_send_sentence(what, size, largest_field(as_json)))
 
 
 def _ended(ctx: Context, how: str) -> CommandError:

@@ -40,6 +40,7 @@ from steward.activities.workspace.options import read_ramp_settings
 from steward.activities.workspace.workspace_files import write_workspace
 from steward.worker.connect import Target, connect, host_queue
 from steward.worker.host_presence import keep_present
+from steward.worker.payload_guard import PayloadGuard
 from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
 from steward.workflows.ledgers.host_registry import HostRegistry
@@ -105,6 +106,8 @@ def build_workers(client, executor: ThreadPoolExecutor) -> list[Worker]:
             task_queue=host_queue(),
             activities=ACTIVITIES,
             activity_executor=executor,
+            # A result too large for Temporal fails in words rather than being retried forever.
+            interceptors=[PayloadGuard(client.data_converter)],
             # The watches' heartbeats are what `steward status` shows: let them through every
             # couple of seconds (the default holds them back for up to 80% of the timeout).
             max_heartbeat_throttle_interval=timedelta(seconds=2),

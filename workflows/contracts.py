@@ -467,6 +467,9 @@ class RunState(BaseModel):
     """Why the last delivery failed (journalled on change)."""
     tend_problems: list[str] = Field(default_factory=list)
     """Reasons of failed tends already notified (each is notified once)."""
+    tend_problem: str | None = None
+    """Why the last tend stopped short (it could not observe the run, or an activity's result
+    was too large for Temporal); None: it finished."""
     workspace_problem: str | None = None
     """Why the last workspace write failed (its journal stays in pending_journal); None:
     written."""

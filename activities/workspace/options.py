@@ -3,6 +3,8 @@
 Through pydantic-settings; every refusal is one sentence naming the option, where it was
 set and what is allowed. A `.env` line python-dotenv cannot read, and a `notification` entry
 Apprise cannot send to, are refused too, rather than dropped when they are first needed.
+Options bound for Temporal (`sendable`: the CLI's commands, the run's re-read) are also
+refused when a value is too large to travel (workflows/payload_limits.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from steward.activities.workspace.dotenv_files import dotenv_chain, dotenv_probl
 from steward.workflows.activity_io import LiveOptions, LiveOptionsRequest
 from steward.workflows.names import Activity
 from steward.workflows.options import StewardOptions, live_options
+from steward.workflows.payload_limits import oversize_option, oversize_option_sentence
 
 OPTIONS_FILE = "_steward.yaml"
 ENV_PREFIX = "STEWARD_"
@@ -37,7 +40,10 @@ def read_options_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        document = yaml.safe_load(path.read_text()) or {}
+        # libyaml where installed: the pure-Python parser takes seconds per MB, and a file
+        # grown too large must be refused in words, not after a minute.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        document = yaml.load(path.read_text(), Loader=loader) or {}  # noqa: S506 - a safe loader
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
@@ -63,8 +69,10 @@ def _describe_allowed(error: dict) -> str:
     return message
 
 
-def load_options(workspace: Path) -> StewardOptions:
-    """Resolve the workspace's options or raise OptionsError."""
+def load_options(workspace: Path, *, sendable: bool = False) -> StewardOptions:
+    """Resolve the workspace's options or raise OptionsError. `sendable`: they are bound for
+    Temporal, so a value too large to travel is refused too (an activity reading one option
+    for itself loads them without, and keeps working while `policies` is too long)."""
     workspace = workspace.resolve()
     options_path = workspace / OPTIONS_FILE
     from_file = read_options_file(options_path)
@@ -112,7 +120,22 @@ def load_options(workspace: Path) -> StewardOptions:
     if problem:
         where = _where("notification", from_file, options_path, dotenvs)
         raise OptionsError(f"Option 'notification' {where} {problem}")
+    if sendable:
+        _refuse_oversize(loaded, from_file, options_path, dotenvs)
     return StewardOptions.model_construct(**values)
+
+
+def _refuse_oversize(
+    loaded: StewardOptions, from_file: dict, options_path: Path, dotenvs: list[Path]
+) -> None:
+    oversize = oversize_option(loaded.model_dump(mode="json"))
+    if oversize is None:
+        return
+    if oversize.name is not None:
+        where = _where(oversize.name, from_file, options_path, dotenvs)
+    else:
+        where = f"of {options_path.parent}"
+    raise OptionsError(oversize_option_sentence(oversize, where))
 
 
 def _anchored_notification(value: str | list[str] | None, workspace: Path) -> Any:
@@ -180,8 +203,8 @@ def read_ramp_settings(request: LiveOptionsRequest) -> LiveOptions:
     """The ramp range as the workspace says now (a live run follows edits at its next tend).
     An option file broken mid-run keeps the last good range and says why."""
     try:
-        options = load_options(Path(request.workspace))
-    except OptionsError as err:
+        options = load_options(Path(request.workspace), sendable=True)
+    except OptionsError as err:  # kept by the run, which says why (a result it can receive)
         return LiveOptions(problem=str(err))
     return live_options(options, definition_hash(Path(request.workspace), request.definition))
 

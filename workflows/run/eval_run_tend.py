@@ -10,12 +10,13 @@ A tend that cannot see the run changes nothing and says so once per reason.
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from steward.workflows.activity_io import AnomalyRequest, ObserveRequest, TidyRequest, WorkerEnd
     from steward.workflows.contracts import ENDING_PHASES, Notice, Observation, TendSummary
     from steward.workflows.names import Activity
+    from steward.workflows.payload_limits import PAYLOAD_TOO_LARGE
     from steward.workflows.policy import healing, notices
     from steward.workflows.policy import run_policy as policy
     from steward.workflows.policy.provider_budget import ConnectionShare
@@ -43,10 +44,37 @@ def nothing_to_tend(ctx: RunContext) -> bool:
 
 
 async def tend(ctx: RunContext) -> TendSummary:
+    """One tend. One whose activity returned more than Temporal can take (the worker's payload
+    guard failed it, naming it) stops there and says why, as one that cannot observe the run
+    does; what it did before stands, and the next tend does it all again."""
     state = ctx.state
     summary = TendSummary(
         tend=state.tend_count + 1, at=workflow.now(), phase=state.phase, paused=state.paused
     )
+    try:
+        return await _tend(ctx, summary)
+    except ActivityError as err:
+        cause = err.cause
+        if not (isinstance(cause, ApplicationError) and cause.type == PAYLOAD_TOO_LARGE):
+            raise
+        await _stopped_short(ctx, summary, f"the tend stopped short: {cause_of(err)}")
+        return summary
+
+
+async def _stopped_short(ctx: RunContext, summary: TendSummary, problem: str) -> None:
+    """Say why the tend could not finish: status, status.md, the journal, a notification."""
+    state = ctx.state
+    summary.problem = state.tend_problem = problem
+    ctx.journal("tend failed", problem=problem)
+    notice = notices.tend_problem_notice(state, problem)
+    if notice is not None:
+        state.outbox.append(notice)
+    await ctx.flush_outbox()
+    await ctx.write_workspace()
+
+
+async def _tend(ctx: RunContext, summary: TendSummary) -> TendSummary:
+    state = ctx.state
     if nothing_to_tend(ctx):
         return summary
     moved = eval_run_hosts.forget_lost_workers(ctx) if state.host_losses else []
@@ -57,13 +85,7 @@ async def tend(ctx: RunContext) -> TendSummary:
             await eval_run_hosts.observe_remote(ctx, observation, ends)
     except ActivityError as err:
         ctx.worker_ends[:0] = ends  # for the next tend
-        summary.problem = f"observing the run failed: {cause_of(err)}"
-        ctx.journal("tend failed", problem=summary.problem)
-        notice = notices.tend_problem_notice(state, summary.problem)
-        if notice is not None:
-            state.outbox.append(notice)
-        await ctx.flush_outbox()
-        await ctx.write_workspace()
+        await _stopped_short(ctx, summary, f"observing the run failed: {cause_of(err)}")
         return summary
     if observation.orphaned is not None:
         await orphan(ctx, observation.orphaned)
@@ -198,6 +220,9 @@ async def _finish_tend(ctx: RunContext, summary: TendSummary) -> None:
         )
     elif state.phase != "finished":
         state.finished_at = None
+    if state.tend_problem is not None:
+        ctx.journal("tend recovered", problem=state.tend_problem)
+        state.tend_problem = None
     state.tend_count = summary.tend  # counted when done, so status never shows a tend half-way
     state.last_tend_at = workflow.now()
     summary.phase, summary.paused = state.phase, state.paused

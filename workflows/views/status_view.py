@@ -152,6 +152,12 @@ def render_status_markdown(status: RunStatus) -> str:
         lines.append(f"- **Error**: {state.error}")
     if state.workspace_problem:  # seen when one of the files could still be written
         lines.append(f"- **Workspace not written**: {state.workspace_problem}")
+    if state.tend_problem:
+        lines.append(f"- **Last tend stopped short**: {state.tend_problem}")
+    if state.options_problem:
+        lines.append(
+            f"- **Options not applied** (the last good ones are kept): {state.options_problem}"
+        )
     if state.cancel_reason is not None:
         lines.append(f"- Cancelled: {state.cancel_reason or 'no reason given'}")
     stalled = [t.spec.name for t in state.tasks if t.phase == "stalled"]
