@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Annotated
 
 import typer
 
@@ -14,7 +15,25 @@ from steward.cli.output import FAILED, OK, CommandError, bad_input, command, con
 from steward.cli.params import JsonOpt
 from steward.worker import embedded
 from steward.worker.connect import Target, target_for
-from steward.workflows.options import StewardOptions
+from steward.workflows.options import StewardOptions, format_duration, parse_duration
+
+NotifyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--notify",
+        help="Be the watchdog: tell the live runs' notification destinations once when "
+        "supervision goes down and once when it is back (what `steward service install` "
+        "runs every minute).",
+    ),
+]
+WatchdogIntervalOpt = Annotated[
+    str,
+    typer.Option(
+        "--watchdog-interval",
+        help="How often the watchdog (`steward doctor --notify`) checks, e.g. 60s or 5m.",
+    ),
+]
+MIN_WATCHDOG_INTERVAL_S = 10.0
 
 
 def _services_result(as_json: bool, statuses: list) -> None:
@@ -107,27 +126,49 @@ def _stopped_both(as_json: bool, document: dict, worker: bool, server: bool) -> 
 
 
 @command
-def doctor(as_json: JsonOpt = False) -> None:
+def doctor(notify: NotifyOpt = False, as_json: JsonOpt = False) -> None:
     """Check what Steward runs on, and say what to do about each problem.
 
     Temporal (does it answer), the workers polling Steward's task queues (as Temporal sees
     them), ports, the data directory and versions. Exits 1 when something needs fixing.
+    With --notify it is also the watchdog: it tells the live runs' Apprise destinations once
+    per outage (Temporal or the Steward worker down) and once when supervision is back.
     """
     from steward.worker.doctor import examine
 
-    report = examine(machine_options())
-    emit(as_json, report.as_dict(), lambda: render_doctor(report))
+    options = machine_options()
+    report = examine(options)
+    document = report.as_dict()
+    watched = None
+    if notify:
+        from steward.worker.watchdog import watch
+
+        watched = watch(options, report)
+        document["watchdog"] = watched.as_dict()
+    emit(as_json, document, lambda: render_doctor(report, watched))
     if not report.ok:
         finish(FAILED)
 
 
-def render_doctor(report) -> None:
+def render_doctor(report, watched=None) -> None:
     for check in report.checks:
         mark = "[green]ok[/green]  " if check.ok else "[red]fix[/red] "
         console.print(f"{mark} {check.name}: ", end="")
         console.print(check.detail, markup=False, highlight=False, soft_wrap=True)
         if check.fix:
             console.print(f"      → {check.fix}", markup=False, highlight=False)
+    if watched is None:
+        return
+    said = (
+        f"; sent '{watched.notice}' to {watched.destinations} destination(s)"
+        if watched.notice and watched.delivered
+        else f"; '{watched.notice}' not delivered"
+        if watched.notice
+        else ""
+    )
+    console.print(
+        f"watchdog: {watched.result}{said}", markup=False, highlight=False, soft_wrap=True
+    )
 
 
 @command
@@ -170,18 +211,33 @@ def worker_status(as_json: JsonOpt = False) -> None:
 
 
 @command
-def service_install(as_json: JsonOpt = False) -> None:
-    """Run the server and the worker as services of your login (restarted on failure).
+def service_install(
+    watchdog_interval: WatchdogIntervalOpt = "60s", as_json: JsonOpt = False
+) -> None:
+    """Run the server and the worker as services of your login (restarted on failure), and the
+    watchdog that tells the runs' destinations when they are down.
 
-    Linux: systemd user units; macOS: launchd agents. Prints what it wrote and ran, and what
-    you still have to run where the service manager does not answer.
+    Linux: systemd user units and a timer; macOS: launchd agents. Prints what it wrote and ran,
+    and what you still have to run where the service manager does not answer.
     """
     from steward.worker import service_units
     from steward.worker.connect import data_dir
 
+    try:
+        interval = parse_duration(watchdog_interval)
+    except ValueError as err:
+        raise bad_input(
+            f"--watchdog-interval {watchdog_interval!r} is not a duration; use one such as 60s."
+        ) from err
+    if interval < MIN_WATCHDOG_INTERVAL_S:
+        raise bad_input(
+            f"--watchdog-interval {watchdog_interval} is shorter than "
+            f"{format_duration(MIN_WATCHDOG_INTERVAL_S)}; a check takes a few seconds, use 10s "
+            "or more."
+        )
     machine_options()  # a broken options file is refused before anything is written
     try:
-        outcome = service_units.install(data_dir())
+        outcome = service_units.install(data_dir(), watchdog_interval=interval)
     except service_units.UnitsError as err:
         raise bad_input(str(err)) from err
     emit(as_json, {"ok": True, **outcome.as_dict()}, lambda: _print_outcome(outcome))
@@ -198,21 +254,32 @@ def service_uninstall(as_json: JsonOpt = False) -> None:
 
 @command
 def service_status(as_json: JsonOpt = False) -> None:
-    """Whether the services are installed, and (systemd) active."""
+    """Whether the services and the watchdog are installed, (systemd) active, and what the
+    watchdog last found."""
     from steward.worker import service_units
+    from steward.worker.connect import data_dir
+    from steward.worker.watchdog import load_state
 
     found = service_units.status()
+    last = load_state(data_dir())
+    found[service_units.WATCHDOG]["last_check_at"] = last.last_check_at
+    found[service_units.WATCHDOG]["last_result"] = last.last_result or None
+
+    def said(name: str, s: dict) -> str:
+        line = (
+            f"{name}: {'installed' if s['installed'] else 'not installed'}"
+            + (f", {s['active']}" if s["active"] else "")
+            + f" ({s['unit']})"
+        )
+        if name == service_units.WATCHDOG and s["last_check_at"]:
+            line += f"; last check {s['last_check_at']:%Y-%m-%d %H:%M:%S %Z}: {s['last_result']}"
+        return line
+
     emit(
         as_json,
         {"ok": True, "manager": service_units.manager(), "services": found},
         lambda: [
-            console.print(
-                f"{name}: {'installed' if s['installed'] else 'not installed'}"
-                + (f", {s['active']}" if s["active"] else "")
-                + f" ({s['unit']})",
-                highlight=False,
-                soft_wrap=True,
-            )
+            console.print(said(name, s), highlight=False, soft_wrap=True, markup=False)
             for name, s in found.items()
         ],
     )

@@ -3,12 +3,16 @@
 Read-only: it starts nothing. Temporal is asked whether it answers (gRPC health) and who polls
 Steward's task queues (DescribeTaskQueue: the workers Temporal itself sees, which is what
 matters, not the pid files); the pid files, ports, data directory and versions come from this
-machine.
+machine. A worker whose pid file outlived it (killed, crashed) is a problem at once: Temporal
+lists a dead poller for up to a minute more.
+
+`steward doctor --notify` hands the report to the watchdog (worker/watchdog.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import platform
 import socket
 import time
@@ -17,6 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from steward.worker import embedded
 from steward.worker.connect import Target, connect, data_dir, host_queue, target_for
+from steward.worker.version import DISTRIBUTION, steward_version
 from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
 from steward.workflows.options import StewardOptions
 
@@ -103,7 +108,7 @@ def examine(options: StewardOptions) -> Report:
         Check(
             "versions",
             True,
-            f"steward {_version('steward')}, inspect_ai {_version('inspect_ai')}, "
+            f"{DISTRIBUTION} {steward_version()}, inspect_ai {_version('inspect_ai')}, "
             f"inspect_scout {_version('inspect_scout')}, temporalio {_version('temporalio')}, "
             f"Python {platform.python_version()}",
         )
@@ -160,11 +165,26 @@ def examine(options: StewardOptions) -> Report:
                     None if identities else "run `steward worker start` (or `steward worker`)",
                 )
             )
+    gone = None if worker.running else exited_worker_pid()
     add(
         Check(
             "detached worker",
-            True,
-            f"{worker.detail} (pid {worker.pid or '—'}, log {worker.log})",
+            gone is None,
+            f"{worker.detail} (pid {worker.pid or '—'}, log {worker.log})"
+            if gone is None
+            else f"the Steward worker (pid {gone}) has exited; see its log, {worker.log}",
+            None if gone is None else "run `steward worker start`",
         )
     )
     return report
+
+
+def exited_worker_pid() -> int | None:
+    """The pid of the Steward worker this data directory's pid file names, when that process is
+    gone: it was killed or crashed (a clean stop removes the file). None otherwise."""
+    if embedded.worker_status().running:
+        return None
+    try:  # the file `steward worker start` and service_main write (embedded.write_pid)
+        return int(json.loads((data_dir() / "worker.pid").read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

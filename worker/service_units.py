@@ -8,6 +8,11 @@ worker after the server) in `$XDG_CONFIG_HOME/systemd/user`; macOS: two launchd 
 environment that decides where Steward lives (data directory, ports, namespace) as it is when
 they are installed. Where `systemctl --user` / `launchctl` are present they are enabled and
 started; either way the caller prints what was written and what was run.
+
+Beside them, the watchdog: `steward doctor --notify` every `watchdog_interval` (60 s unless
+`service install --watchdog-interval` says otherwise), a systemd timer with its oneshot service
+(`steward-watchdog.timer`, `.service`) or a launchd agent with a StartInterval. It depends on
+neither service on purpose: it is what notices them down (worker/watchdog.py).
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SERVICES = ("temporal", "worker")
+WATCHDOG = "watchdog"
+WATCHDOG_INTERVAL_S = 60.0  # the default: an outage is told within about a minute
+# `doctor --notify` exits 1 when something is down: that is the check doing its job, not a
+# failure of the watchdog's unit.
+WATCHDOG_COMMAND = ("-m", "steward.cli", "doctor", "--notify")
 KEPT_ENV = (  # what decides where Steward lives and how it reaches Temporal
     "STEWARD_DATA_DIR",
     "STEWARD_TEMPORAL_PORT",
@@ -65,6 +75,23 @@ def unit_name(service: str) -> str:
     )
 
 
+def watchdog_files() -> list[Path]:
+    """The watchdog's unit files: its timer and the service the timer starts (systemd), or its
+    agent (launchd)."""
+    if manager() == "launchd":
+        return [unit_dir() / unit_name(WATCHDOG)]
+    return [unit_dir() / "steward-watchdog.timer", unit_dir() / unit_name(WATCHDOG)]
+
+
+def start_command(services: tuple[str, ...] | list[str]) -> str | None:
+    """How the service manager starts these services again, where their units are installed."""
+    if not all((unit_dir() / unit_name(s)).exists() for s in services):
+        return None
+    if manager() == "launchd":
+        return "; ".join(f"launchctl kickstart gui/{os.getuid()}/dev.steward.{s}" for s in services)
+    return "systemctl --user start " + " ".join(f"steward-{s}" for s in services)
+
+
 def _environment(data: Path) -> dict[str, str]:
     kept = {k: os.environ[k] for k in KEPT_ENV if os.environ.get(k)}
     kept["STEWARD_DATA_DIR"] = str(data)
@@ -105,6 +132,61 @@ WantedBy=default.target
 """
 
 
+def _systemd_span(seconds: float) -> str:
+    """systemd's time span: 60 -> "60s" (whole seconds: the timer's accuracy is a second)."""
+    return f"{max(1, round(seconds))}s"
+
+
+def systemd_watchdog_service(python: str, data: Path) -> str:
+    env = "\n".join(
+        f"Environment={_systemd_quote(f'{k}={v}')}" for k, v in _environment(data).items()
+    )
+    return f"""[Unit]
+Description=Steward watchdog: tell the runs' destinations when supervision is down (`steward doctor --notify`)
+
+[Service]
+Type=oneshot
+ExecStart={python} {" ".join(WATCHDOG_COMMAND)}
+WorkingDirectory={data}
+{env}
+SuccessExitStatus=1
+TimeoutStartSec=120
+StandardOutput=append:{data / "watchdog.log"}
+StandardError=append:{data / "watchdog.log"}
+"""
+
+
+def systemd_watchdog_timer(interval: float) -> str:
+    span = _systemd_span(interval)
+    return f"""[Unit]
+Description=Steward watchdog every {span} (`steward doctor --notify`)
+
+[Timer]
+OnActiveSec={span}
+OnUnitActiveSec={span}
+AccuracySec=1s
+Unit={unit_name(WATCHDOG)}
+
+[Install]
+WantedBy=timers.target
+"""
+
+
+def launchd_watchdog_plist(python: str, data: Path, interval: float) -> bytes:
+    return plistlib.dumps(
+        {
+            "Label": f"dev.steward.{WATCHDOG}",
+            "ProgramArguments": [python, *WATCHDOG_COMMAND],
+            "WorkingDirectory": str(data),
+            "EnvironmentVariables": _environment(data),
+            "StartInterval": max(1, round(interval)),
+            "RunAtLoad": True,
+            "StandardOutPath": str(data / "watchdog.log"),
+            "StandardErrorPath": str(data / "watchdog.log"),
+        }
+    )
+
+
 def launchd_plist(service: str, python: str, data: Path) -> bytes:
     return plistlib.dumps(
         {
@@ -139,7 +221,9 @@ class UnitsError(Exception):
     """The units cannot be written; the message names the place and the fix."""
 
 
-def install(data: Path, python: str = sys.executable) -> Outcome:
+def install(
+    data: Path, python: str = sys.executable, watchdog_interval: float = WATCHDOG_INTERVAL_S
+) -> Outcome:
     outcome = Outcome(manager())
     directory = unit_dir()
     contents = {
@@ -148,13 +232,19 @@ def install(data: Path, python: str = sys.executable) -> Outcome:
         else systemd_unit(service, python, data).encode()
         for service in SERVICES
     }
+    if outcome.manager == "launchd":
+        contents[watchdog_files()[0]] = launchd_watchdog_plist(python, data, watchdog_interval)
+    else:
+        timer, oneshot = watchdog_files()
+        contents[timer] = systemd_watchdog_timer(watchdog_interval).encode()
+        contents[oneshot] = systemd_watchdog_service(python, data).encode()
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for path, content in contents.items():
             path.write_bytes(content)
             outcome.written.append(str(path))
     except OSError as err:
-        for written in outcome.written:  # both units or neither
+        for written in outcome.written:  # every unit or none
             Path(written).unlink(missing_ok=True)
         where = "XDG_CONFIG_HOME" if outcome.manager == "systemd" else "your home directory"
         raise UnitsError(
@@ -165,7 +255,7 @@ def install(data: Path, python: str = sys.executable) -> Outcome:
         commands = [["launchctl", "load", "-w", p] for p in outcome.written]
         tool = "launchctl"
     else:
-        units = [unit_name(s) for s in SERVICES]
+        units = [unit_name(s) for s in SERVICES] + [watchdog_files()[0].name]
         commands = [
             ["systemctl", "--user", "daemon-reload"],
             ["systemctl", "--user", "enable", "--now", *units],
@@ -181,12 +271,13 @@ def install(data: Path, python: str = sys.executable) -> Outcome:
 
 def uninstall() -> Outcome:
     outcome = Outcome(manager())
-    paths = [unit_dir() / unit_name(s) for s in SERVICES]
+    paths = [unit_dir() / unit_name(s) for s in SERVICES] + watchdog_files()
     if outcome.manager == "launchd":
         commands = [["launchctl", "unload", "-w", str(p)] for p in paths if p.exists()]
         _apply(commands, "launchctl", outcome)
     else:
-        units = [unit_name(s) for s in SERVICES]
+        # The timer first: it would start the watchdog's service again.
+        units = [watchdog_files()[0].name] + [unit_name(s) for s in (*SERVICES, WATCHDOG)]
         _apply([["systemctl", "--user", "disable", "--now", *units]], "systemctl", outcome)
     for path in paths:
         if path.exists():
@@ -210,12 +301,13 @@ def _apply(commands: list[list[str]], tool: str, outcome: Outcome) -> None:
 
 def status() -> dict[str, dict]:
     found = {}
-    for service in SERVICES:
-        path = unit_dir() / unit_name(service)
+    units = {service: unit_dir() / unit_name(service) for service in SERVICES}
+    units[WATCHDOG] = watchdog_files()[0]  # systemd: the timer is what is active
+    for service, path in units.items():
         entry: dict = {"unit": str(path), "installed": path.exists(), "active": None}
         if path.exists() and manager() == "systemd" and shutil.which("systemctl"):
             done = subprocess.run(
-                ["systemctl", "--user", "is-active", unit_name(service)],
+                ["systemctl", "--user", "is-active", path.name],
                 capture_output=True,
                 text=True,
                 timeout=30,

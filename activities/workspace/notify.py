@@ -2,7 +2,9 @@
 
 The destination (`notification` / `STEWARD_NOTIFICATION`: Apprise URLs, or an Apprise config
 file) is read here, from the workspace's options, every time: it holds secrets (tokens in the
-URL), so it never travels through the workflow's history, the journal or status.md.
+URL), so it never travels through the workflow's history, the journal or status.md. The one
+copy kept is in Steward's data directory, readable by its owner only (supervised_runs.py), for
+the watchdog that must tell these destinations when the worker itself is down.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from temporalio import activity
 
+from steward.activities.workspace import supervised_runs
 from steward.activities.workspace.options import OptionsError, load_options
 from steward.workflows.activity_io import NotifyRequest, NotifyResult
 from steward.workflows.names import Activity
@@ -21,7 +24,7 @@ logging.getLogger("apprise").setLevel(logging.CRITICAL)
 
 
 # workspace -> its destinations as last read: a broken _steward.yaml must not silence the
-# message that says so. (In memory only: secrets are never written down.)
+# message that says so.
 _last_known: dict[str, list[str]] = {}
 
 
@@ -60,9 +63,21 @@ def notify(request: NotifyRequest) -> NotifyResult:
         targets = destinations(Path(request.workspace))
     except OptionsError as err:
         return NotifyResult(configured=True, delivered=False, problem=str(err))
+    _remember(request.workspace, targets)
     if not targets:
         return NotifyResult(configured=False, delivered=False)
     if deliver(targets, request.title, request.body):
         return NotifyResult(configured=True, delivered=True)
     # Never echo the destination: it may carry a token.
     return NotifyResult(configured=True, delivered=False, problem="delivery failed")
+
+
+def _remember(workspace: str, targets: list[str]) -> None:
+    """Record where this run is told, for the watchdog; a record that cannot be written must
+    not stop the notification itself."""
+    try:
+        supervised_runs.remember(
+            supervised_runs.steward_data_dir(), activity.info().workflow_id, workspace, targets
+        )
+    except (OSError, RuntimeError) as err:  # RuntimeError: called outside an activity
+        activity.logger.warning("could not record the run's destinations for the watchdog: %s", err)

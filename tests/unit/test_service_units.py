@@ -27,16 +27,22 @@ def no_manager(monkeypatch, tmp_path):
     return tmp_path
 
 
-def test_install_writes_both_units_and_says_what_to_run(no_manager):
+def test_install_writes_the_units_and_says_what_to_run(no_manager):
     data = no_manager / "data"
     data.mkdir()
     outcome = service_units.install(data)
     units = sorted(p.name for p in (no_manager / "config" / "systemd" / "user").iterdir())
-    assert units == ["steward-temporal.service", "steward-worker.service"]
-    assert outcome.written == [str(no_manager / "config/systemd/user" / u) for u in units]
+    assert units == [
+        "steward-temporal.service",
+        "steward-watchdog.service",
+        "steward-watchdog.timer",
+        "steward-worker.service",
+    ]
+    assert sorted(outcome.written) == [str(no_manager / "config/systemd/user" / u) for u in units]
     assert outcome.todo[:2] == [
         "systemctl --user daemon-reload",
-        "systemctl --user enable --now steward-temporal.service steward-worker.service",
+        "systemctl --user enable --now steward-temporal.service steward-worker.service "
+        "steward-watchdog.timer",
     ]
     assert any(t.startswith("loginctl enable-linger") for t in outcome.todo)
     worker = (no_manager / "config/systemd/user/steward-worker.service").read_text()
@@ -46,7 +52,46 @@ def test_install_writes_both_units_and_says_what_to_run(no_manager):
 
     removed = service_units.uninstall()
     assert not any((no_manager / "config/systemd/user").iterdir())
-    assert len([w for w in removed.written if w.startswith("removed")]) == 2
+    assert len([w for w in removed.written if w.startswith("removed")]) == 4
+    assert (
+        "systemctl --user disable --now steward-watchdog.timer steward-temporal.service "
+        "steward-worker.service steward-watchdog.service"
+    ) in removed.todo
+
+
+def test_the_watchdog_runs_doctor_notify_on_a_timer_of_its_own(no_manager):
+    data = no_manager / "data"
+    data.mkdir()
+    service_units.install(data, watchdog_interval=90.0)
+    user = no_manager / "config/systemd/user"
+    timer = (user / "steward-watchdog.timer").read_text()
+    assert "OnActiveSec=90s" in timer and "OnUnitActiveSec=90s" in timer
+    assert "Unit=steward-watchdog.service" in timer and "WantedBy=timers.target" in timer
+    oneshot = (user / "steward-watchdog.service").read_text()
+    assert f"ExecStart={sys.executable} -m steward.cli doctor --notify" in oneshot
+    assert "Type=oneshot" in oneshot and f'Environment="STEWARD_DATA_DIR={data}"' in oneshot
+    assert "SuccessExitStatus=1" in oneshot  # `doctor` says "down" with exit 1: not a failure
+    # It must run while the worker and the server are down: it depends on neither.
+    assert "After=" not in oneshot and "Wants=" not in oneshot and "Requires=" not in oneshot
+    # What the notices tell people to run, once the units are there.
+    assert service_units.start_command(["worker"]) == "systemctl --user start steward-worker"
+    status = service_units.status()
+    assert status["watchdog"]["installed"] and status["watchdog"]["unit"].endswith(".timer")
+    service_units.uninstall()
+    assert service_units.start_command(["worker"]) is None
+
+
+def test_the_watchdog_unit_runs_the_real_command(tmp_path):
+    """What the unit's ExecStart names exists: `python -m steward.cli doctor --notify --help`."""
+    done = subprocess.run(
+        [sys.executable, *service_units.WATCHDOG_COMMAND, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"STEWARD_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--notify" in done.stdout
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
@@ -57,7 +102,14 @@ def test_systemd_accepts_the_units_and_would_refuse_a_broken_one(tmp_path):
         (tmp_path / f"steward-{service}.service").write_text(
             service_units.systemd_unit(service, sys.executable, data)
         )
-    units = [str(tmp_path / f"steward-{s}.service") for s in service_units.SERVICES]
+    (tmp_path / "steward-watchdog.service").write_text(
+        service_units.systemd_watchdog_service(sys.executable, data)
+    )
+    (tmp_path / "steward-watchdog.timer").write_text(service_units.systemd_watchdog_timer(60.0))
+    units = [str(tmp_path / f"steward-{s}.service") for s in service_units.SERVICES] + [
+        str(tmp_path / "steward-watchdog.service"),
+        str(tmp_path / "steward-watchdog.timer"),
+    ]
     checked = subprocess.run(["systemd-analyze", "verify", *units], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
     broken = tmp_path / "steward-broken.service"
@@ -77,6 +129,18 @@ def test_launchd_agents_parse_and_restart_on_failure_only(tmp_path):
     ]
     assert plist["EnvironmentVariables"]["STEWARD_DATA_DIR"] == str(tmp_path)
     assert plist["RunAtLoad"] is True and plist["KeepAlive"] == {"SuccessfulExit": False}
+    watchdog = plistlib.loads(
+        service_units.launchd_watchdog_plist("/opt/py/bin/python", tmp_path, 60)
+    )
+    assert watchdog["Label"] == "dev.steward.watchdog" and watchdog["StartInterval"] == 60
+    assert watchdog["ProgramArguments"] == [
+        "/opt/py/bin/python",
+        "-m",
+        "steward.cli",
+        "doctor",
+        "--notify",
+    ]
+    assert "KeepAlive" not in watchdog  # a check that ends is not restarted: the interval runs it
 
 
 def test_units_that_cannot_be_written_are_refused_and_none_is_left(monkeypatch, tmp_path):
@@ -84,3 +148,35 @@ def test_units_that_cannot_be_written_are_refused_and_none_is_left(monkeypatch, 
     monkeypatch.setattr(service_units, "manager", lambda: "systemd")
     with pytest.raises(service_units.UnitsError, match="/proc/forbidden/systemd/user"):
         service_units.install(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("interval", "said"), [("5", "is not a duration"), ("5s", "is shorter than 10s")]
+)
+def test_a_watchdog_interval_that_cannot_be_is_refused_and_nothing_is_written(
+    tmp_path, interval, said
+):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steward.cli",
+            "service",
+            "install",
+            "--watchdog-interval",
+            interval,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            "STEWARD_DATA_DIR": str(tmp_path / "data"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "PATH": "/usr/bin:/bin",
+        },
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and "--watchdog-interval" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "config").exists()
