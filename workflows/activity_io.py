@@ -85,7 +85,9 @@ class WatchRequest(BaseModel):
     rate_limit_reported: int | None = None  # its cumulative rate-limit retries last reported
 
 
-WatchEnd = Literal["exited", "complete", "hung", "lingering", "pushback", "saturated"]
+WatchEnd = Literal[
+    "exited", "complete", "hung", "recovered", "lingering", "pushback", "saturated"
+]  # recovered: a worker reported hung showed life again (its hang decision lapses)
 CONNECTION_ENDS = ("pushback", "saturated")  # the worker lives on: the run watches it again
 
 
@@ -100,7 +102,7 @@ class WorkerEnd(BaseModel):
     exit_code: int | None = None  # None: not known (the watch was not the process's parent)
     signal: int | None = None
     log_status: dict[str, str | None] = Field(default_factory=dict)  # identifier -> newest log
-    since: datetime | None = None  # hung / lingering: since when
+    since: datetime | None = None  # hung / lingering: since when; recovered: its sign of life
     cause: str | None = None  # exited: the exception line its own log ends with, if any
     rate_limit_retries: int | None = None  # pushback / saturated: its cumulative count now
 

@@ -188,6 +188,7 @@ def stuck_samples(worker: WorkerProcess, specs: dict[str, TaskSpec], stuck_after
                     uuid=f"{eval_id}:{int(last)}",
                     log=eval_id,
                     tool=tool,
+                    worker=worker.worker_id,  # gone, its decision lapses (policy/lapsed.py)
                     detail=json.dumps(
                         {
                             "idle_s": round(now - last),

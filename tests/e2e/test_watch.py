@@ -186,9 +186,11 @@ def test_blocked_event_loop_is_a_decision_wait_lets_it_recover_and_lingering_is_
     steward.ok("launch", cwd=workspace)
     decision = _wait_decision(steward, workspace, "hung_worker", timeout=90)
     assert "no control-socket answer and no log write" in decision["question"]
-    # Unblock first: a loaded machine may otherwise see a second 4 s hang (asked again, by design).
-    (workspace / "block-loop").unlink()
+    # Ruled while it still hangs: unblocked first, the run closes the decision by itself once
+    # the worker answers again (tests/e2e/test_hang_recovers.py). A second 4 s hang a loaded
+    # machine may see after the unblock is asked again, and closes itself the same way.
     steward.ok("rule", decision["id"], "wait", "--by", "operator", cwd=workspace)
+    (workspace / "block-loop").unlink()
 
     status = steward.wait_phase(workspace, {"finished"})
     assert status["state"]["tasks"][0]["attempts"] == 1  # the same worker finished

@@ -1,6 +1,7 @@
 """The watch activity against real processes and real Inspect logs, through Temporal's
 `ActivityEnvironment` (no server): how a worker ended, its heartbeats, start hangs, lingering
-after success, a socket answer and a log write as signs of life, and a resumed watch."""
+after success, a socket answer and a log write as signs of life, a reported hang that
+recovers, and a resumed watch."""
 
 from __future__ import annotations
 
@@ -279,6 +280,30 @@ async def test_a_log_write_is_life(workers, eval_log, identifier):
     assert "no control-socket answer and no log write" in end.detail
     assert beats[0].logged_at == written and beats[0].success_at is None
     assert beats[0].source == "log" and beats[0].progress[identifier].completed == 3
+    assert process.poll() is None and took < 10
+
+
+async def test_a_worker_reported_hung_that_writes_its_log_again_has_recovered(
+    workers, eval_log, identifier
+):
+    started = datetime.now(UTC) - timedelta(seconds=5)
+    # a second task with no log yet: the worker is not done, so not complete or lingering
+    process, worker = workers.start(
+        ["-c", SLEEPS.format(seconds=60)], [identifier, "other-id"], started_at=started
+    )
+    limits = WatchLimits(start_timeout=1, unresponsive_after=300, linger_after=0)
+    # its start hang was reported (silent since spawn): the watch waits for a sign of life
+    request = workers.request(worker, limits).model_copy(update={"hang_reported": started})
+    written: list[datetime] = []
+
+    def write_after_first_look(pulse: WorkerPulse) -> None:
+        if not written:
+            written.append(copy_log(eval_log, workers.log_dir)[1])
+
+    end, beats, took = await run(request, on_beat=write_after_first_look)
+    assert beats[0].logged_at is None  # silent at first: the hang it was asked about held
+    assert end.kind == "recovered" and end.since == written[0]
+    assert end.detail == f"worker {worker.worker_id} (pid {worker.pid}): its log is written again"
     assert process.poll() is None and took < 10
 
 

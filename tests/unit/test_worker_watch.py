@@ -120,11 +120,24 @@ def test_a_reported_hang_is_reported_again_only_after_a_newer_sign_of_life():
     assert first is not None and first.since == at(10)
     assert judge(silent, worker(), LIMITS, at(400), hang_reported=first.since) is None
     assert judge(silent, worker(), LIMITS, at(100_000), hang_reported=first.since) is None
-    # it recovered (the socket answered again), then went silent anew
+    # it recovered (the socket answered again): that is reported, so its decision closes
     recovered = pulse(answered_at=at(500))
-    assert judge(recovered, worker(), LIMITS, at(700), hang_reported=first.since) is None
-    again = judge(recovered, worker(), LIMITS, at(800), hang_reported=first.since)
+    back = judge(recovered, worker(), LIMITS, at(510), hang_reported=first.since)
+    assert back is not None and back.kind == "recovered" and back.since == at(500)
+    assert back.detail == "worker w-1 (pid 4242): its control socket answers again"
+    # the run watches on with no hang reported: silent anew, it is a new hang
+    assert judge(recovered, worker(), LIMITS, at(700)) is None
+    again = judge(recovered, worker(), LIMITS, at(800))
     assert again is not None and again.kind == "hung" and again.since == at(500)
+
+
+def test_a_log_write_after_a_reported_hang_is_a_recovery():
+    first = judge(pulse(answered_at=at(10)), worker(), LIMITS, at(400))
+    assert first is not None
+    written = pulse(answered_at=at(10), logged_at=at(450))
+    back = judge(written, worker(), LIMITS, at(452), hang_reported=first.since)
+    assert back is not None and back.kind == "recovered" and back.since == at(450)
+    assert "its log is written again" in back.detail
 
 
 def test_a_reported_start_hang_stays_reported():

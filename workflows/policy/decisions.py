@@ -4,7 +4,8 @@ passes `now`), so the workflow decides with it and the tests check it without Te
 
 A class moves open -> proposed -> ruled -> resolved (its actions applied) or accepted (accept /
 dismiss, nothing to apply), or healed: every sample in it completed cleanly when its task resumed
-(workflows/policy/healing.py). Each class has at most one open decision at a time.
+(workflows/policy/healing.py), or the cause of every hang or stuck sample in it went away
+(workflows/policy/lapsed.py). Each class has at most one open decision at a time.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class Anomaly(BaseModel):
     detail: str = ""  # message, explanation, tool arguments (truncated)
     tool: str | None = None  # stuck tool call / approval tool
     scanner: str | None = None
-    worker: str | None = None  # hung_worker: the worker id
+    worker: str | None = None  # hung_worker, stuck_sample: the worker id
     cause: str | None = None  # stalled_task: what its last dead worker said (an exception line)
 
     @property
@@ -351,8 +352,9 @@ def absorb(
             triage.classes.append(cls)
             outcome.new_classes.append(cls.id)
         cls.instances.append(Instance(key=key, anomaly=anomaly))
-        if cls.kind == "cost_cap":
-            cls.title = title_of(anomaly)  # the figures of this crossing, not the first's
+        if cls.kind in ("cost_cap", "hung_worker"):
+            # The figures of this crossing, the worker and pid of this hang: not the first's.
+            cls.title = title_of(anomaly)
         outcome.new_instances[cls.id] = outcome.new_instances.get(cls.id, 0) + 1
         if cls.state == "healed":  # it errs again: as it stood before it healed
             cls.state = "open" if cls.ruling is None else state_after(cls.kind, cls.ruling.verdict)

@@ -13,6 +13,8 @@ A watch (activities/processes/watch.py) heartbeats a `WorkerPulse` every few sec
   tasks complete now rather than when the process goes.
 * **lingering** — every task's newest log is `success` and the process is still alive
   `linger_after` later.
+* **recovered** — a worker reported hung showed life again (a socket answer or a log write
+  after the hang): its `hung_worker` decision no longer holds (workflows/policy/lapsed.py).
 
 Progress shown by `steward status` is the newest of the run's own (as of its last tend) and the
 watches' pulses (as of their last heartbeat), each with its age.
@@ -107,6 +109,11 @@ def judge(
     life = last_sign_of_life(pulse, worker)
     if hang_reported is not None and life <= hang_reported:
         return None  # this hang was reported; a new one needs a sign of life first
+    if hang_reported is not None:
+        # The run asked about this hang: tell it the cause went away (lapsed.py closes it).
+        answered = pulse.answered_at is not None and pulse.answered_at > hang_reported
+        what = "its control socket answers again" if answered else "its log is written again"
+        return _end(worker, "recovered", now, life, what)
     silent = (now - life).total_seconds()
     never = pulse.answered_at is None and (
         pulse.logged_at is None or pulse.logged_at <= worker.started_at

@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.contracts import ENDING_PHASES, Notice, Observation, TendSummary
     from steward.workflows.names import Activity
     from steward.workflows.payload_limits import PAYLOAD_TOO_LARGE
-    from steward.workflows.policy import healing, notices
+    from steward.workflows.policy import healing, lapsed, notices
     from steward.workflows.policy import run_policy as policy
     from steward.workflows.policy.provider_budget import ConnectionShare
     from steward.workflows.run import eval_run_budget, eval_run_hosts, eval_run_scan
@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.run.eval_run_options import follow_options
     from steward.workflows.run.eval_run_ramp import ramp
     from steward.workflows.run.eval_run_triage import check_cost_cap, triage
-    from steward.workflows.run.eval_run_watch import exits_of, hung_anomalies
+    from steward.workflows.run.eval_run_watch import close_lapsed, exits_of, hung_anomalies
     from steward.workflows.run.eval_run_workers import spawn, stop_lingering_and_restarted
 
 
@@ -94,7 +94,9 @@ async def _tend(ctx: RunContext, summary: TendSummary) -> TendSummary:
     stalled = await _apply_observation(ctx, observation, summary, exits_of(ends))
     summary.restarted += moved  # from a lost host
     await stop_lingering_and_restarted(ctx, ends, summary)
-    observation.anomalies = (observation.anomalies or []) + hung_anomalies(ctx, ends)
+    hung = hung_anomalies(ctx, ends)
+    close_lapsed(ctx, observation, ends)  # before triage files `hung`: a new hang asks anew
+    observation.anomalies = (observation.anomalies or []) + hung
     versions.read_at_first_tend()
     await follow_options(ctx)
     windows = await ramp(ctx, observation)
@@ -123,7 +125,10 @@ async def _observe(ctx: RunContext) -> Observation:
             tasks=[t.spec for t in state.tasks],
             workers=home,
             stuck_after=ctx.settings.stuck_after,
-            suspects=healing.suspect_refs(state.triage),
+            # Errored samples a resumed task may have completed; stuck ones that may be done.
+            suspects=sorted(
+                {*healing.suspect_refs(state.triage), *lapsed.watched_samples(state.triage)}
+            ),
         ),
     )
     request.workspace, request.workflow_id = ctx.workspace, workflow.info().workflow_id

@@ -5,7 +5,9 @@ run carries over (re-adoption: the same pid, never a second spawn).
 A watch that completes wakes the run, which tends at once: an exit is seen within seconds, not
 at the next timer. What the watches reported is handled by the tend (`handle_worker_ends`): a
 lingering worker is stopped, a hung one raises a `hung_worker` decision, and a hung worker ruled
-`restart` is stopped and its tasks respawn from their logs (eval_run_workers.py stops them).
+`restart` is stopped and its tasks respawn from their logs (eval_run_workers.py stops them). A
+hung worker that answers again is reported `recovered`: with what the tend itself saw, that
+closes hang and stuck decisions whose cause went away (`close_lapsed`, policy/lapsed.py).
 The heartbeats carry progress for
 `steward status` and never enter the history.
 """
@@ -20,9 +22,9 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from steward.workflows.activity_io import CONNECTION_ENDS, WatchRequest, WorkerEnd
-    from steward.workflows.contracts import TERMINAL_PHASES, WorkerProcess
+    from steward.workflows.contracts import TERMINAL_PHASES, Observation, WorkerProcess
     from steward.workflows.names import Activity
-    from steward.workflows.policy import connection_plan
+    from steward.workflows.policy import connection_plan, lapsed
     from steward.workflows.policy.decisions import Anomaly
     from steward.workflows.policy.hosts import HostLost
     from steward.workflows.run import eval_run_hosts
@@ -81,6 +83,8 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
             complete_reported = True  # the tend marks its tasks complete; watch on for the exit
         elif end.kind in CONNECTION_ENDS:
             rate_limit_reported = end.rate_limit_retries  # the tend retunes the budget
+        elif end.kind == "recovered":
+            hang_reported = None  # the tend closes its decision; a new hang is a new question
         else:
             hang_reported = end.since  # reported; another hang needs a sign of life first
 
@@ -119,14 +123,19 @@ def exits_of(ends: list[WorkerEnd]) -> dict[str, WorkerEnd]:
 
 
 def hung_anomalies(ctx: RunContext, ends: list[WorkerEnd]) -> list[Anomaly]:
-    """A `hung_worker` anomaly for each live worker its watch found hung."""
+    """A `hung_worker` anomaly for each live worker its watch found hung (and not answering
+    again by this tend: nothing to ask then); the journal says both, in their order."""
     state, anomalies = ctx.state, []
-    for end in ends:
+    for at, end in enumerate(ends):
         worker = state.workers.get(end.worker_id)
+        if end.kind == "recovered" and worker is not None:
+            ctx.journal("worker answered again", worker=end.worker_id, detail=end.detail)
         if end.kind != "hung" or worker is None or not worker.tasks:
             continue
-        task = state.task(worker.tasks[0])
         ctx.journal("worker hung", worker=end.worker_id, detail=end.detail)
+        if any(e.kind == "recovered" and e.worker_id == end.worker_id for e in ends[at + 1 :]):
+            continue
+        task = state.task(worker.tasks[0])
         anomalies.append(
             Anomaly(
                 kind="hung_worker",
@@ -138,3 +147,24 @@ def hung_anomalies(ctx: RunContext, ends: list[WorkerEnd]) -> list[Anomaly]:
             )
         )
     return anomalies
+
+
+def close_lapsed(ctx: RunContext, observation: Observation, ends: list[WorkerEnd]) -> None:
+    """Close the hang and stuck decisions whose cause went away, by what this tend saw (before
+    the tend files its new anomalies: a hang seen again is a new question, named anew)."""
+    state = ctx.state
+    task_workers = {t.spec.identifier: t.worker_id for t in state.tasks if t.worker_id}
+    facts = lapsed.TendFacts(
+        workers={w.worker_id: w.pid for w in state.workers.values()},
+        answered={e.worker_id for e in ends if e.kind == "recovered"}
+        | {
+            task_workers[identifier]
+            for identifier, seen in observation.tasks.items()
+            if seen.source == "socket" and identifier in task_workers
+        },
+        task_workers=task_workers,
+        completed=set(observation.healthy),
+        errored={a.sample_ref for a in observation.anomalies or [] if a.kind == "sample_error"},
+    )
+    closed = lapsed.close(state.triage, lapsed.lapsed(state.triage, facts), now=workflow.now())
+    ctx.journal_events(lapsed.journal_events(closed))
