@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from rich.markup import escape
 from rich.table import Table
 
 from steward.cli.output import console
@@ -171,6 +172,12 @@ def print_status(status: RunStatus) -> None:
             + " — `steward collect`",
             highlight=False,
         )
+    for task in state.tasks:
+        if task.phase == "stalled" and task.exit_cause:
+            # What its workers die of (with the fix, for an OS error), not only that they do.
+            console.print(
+                f"[red]stalled[/] {task.spec.name}: {escape(task.exit_cause)}", highlight=False
+            )
     waiting = rulings_waiting(state)
     if waiting:
         console.print(

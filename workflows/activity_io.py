@@ -105,6 +105,8 @@ class WorkerEnd(BaseModel):
     since: datetime | None = None  # hung / lingering: since when; recovered: its sign of life
     cause: str | None = None  # exited: the exception line its own log ends with, if any
     rate_limit_retries: int | None = None  # pushback / saturated: its cumulative count now
+    # exited: the last lines of its own log (a few, each cut short), for a stalled task's question
+    log_tail: list[str] = Field(default_factory=list)
 
 
 class WorkspaceWrite(BaseModel):

@@ -260,7 +260,12 @@ class TaskState(BaseModel):
     extending: str | None = None
     """A complete log that now holds too little (a relaunch grew the task): its path."""
     exit_cause: str | None = None
-    """The exception line its last dead worker's own log ended with."""
+    """What its last dead worker died of: the exception line or error its own log ended with
+    (an operating-system error as its cause and fix), or a SIGKILL's likely cause."""
+    exit_detail: str | None = None
+    """How its last dead worker ended: its id, pid and exit code or signal."""
+    exit_log_tail: list[str] = Field(default_factory=list)
+    """The last lines of its last dead worker's own log (a few, each cut short)."""
     host: str | None = None
     """hosts: the host its last worker ran on (its respawn goes back there)."""
 

@@ -6,6 +6,7 @@ Every location may be a local path or an fsspec URL (activities/logs/paths.py).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -254,8 +255,26 @@ def move(path: str, directory: str) -> str:
         fs.mv(path, target)
     else:
         Path(directory).expanduser().mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
+        try:
+            os.replace(path, target)
+        except OSError as err:
+            if err.errno != errno.EXDEV:
+                raise
+            _move_across_devices(path, target)
     return target
+
+
+def _move_across_devices(path: str, target: str) -> None:
+    """A log dir on a mount of its own has its archive, beside it, on another file system,
+    which a rename cannot reach (EXDEV). Copy under a temporary name, rename that into place
+    (never half a log under a log's name), then remove the original: the log is in one place
+    or in both, never in neither."""
+    partial = f"{target}.moving"
+    shutil.copyfile(path, partial)
+    with open(partial, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(partial, target)
+    os.unlink(path)
 
 
 # ---------------------------------------------------------------- activities

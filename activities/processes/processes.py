@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import time
@@ -36,6 +35,8 @@ from steward.workflows.policy.provider_budget import WORKER_COOLDOWN_S
 _children: dict[int, subprocess.Popen] = {}
 _forked: dict[int, BaseProcess] = {}  # task workers forked from the fork server, by pid
 _exit_codes: dict[int, int] = {}  # pid -> return code of a reaped child (negative: signal)
+# Workers this process told to stop: their SIGINT / SIGKILL is Steward's, not what they died of.
+_stopped: set[tuple[int, float]] = set()  # (pid, create time)
 
 
 def _workers_dir(workspace: str) -> Path:
@@ -92,30 +93,9 @@ def exit_code_of(pid: int) -> int | None:
     return _exit_codes.get(pid)
 
 
-# The line a Python traceback ends with ("FileNotFoundError: [Errno 2] ..."), also inside Rich's
-# boxed tracebacks; a dotted module path before the class name is allowed.
-_EXCEPTION_LINE = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*)?$"
-)
-TAIL_BYTES = 16_384
-CAUSE_LIMIT = 300
-
-
-def exit_cause(output: str) -> str | None:
-    """The exception line a dead worker's own log (`.steward/workers/*.log`) ends with, the
-    cause in its words; None when its tail holds none (killed by a signal, say)."""
-    try:
-        with open(output, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - TAIL_BYTES))
-            tail = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    for line in reversed(tail.splitlines()):
-        text = line.strip().strip("│|").strip()
-        if _EXCEPTION_LINE.match(text):
-            return text[:CAUSE_LIMIT]
-    return None
+def stopped_by_steward(pid: int, create_time: float) -> bool:
+    """Whether this process stopped the worker `pid` (a stop, a restart, a cancel)."""
+    return (pid, create_time) in _stopped
 
 
 def _write_json_atomic(path: Path, document: dict) -> None:
@@ -232,6 +212,7 @@ def stop_workers_sync(request: StopRequest, heartbeat=lambda: None) -> StopResul
     result = StopResult()
     live = [w for w in request.workers if is_alive(w.pid, w.create_time)]
     for worker in live:
+        _stopped.add((worker.pid, worker.create_time))
         _signal_group(worker, signal.SIGINT)
     deadline = time.monotonic() + request.grace_seconds
     while live and time.monotonic() < deadline:

@@ -28,10 +28,18 @@ from steward.activities.processes.observe import (
     progress_from_log,
     progress_from_row,
 )
-from steward.activities.processes.processes import exit_cause, exit_code_of, is_alive
+from steward.activities.processes.processes import exit_code_of, is_alive, stopped_by_steward
+from steward.activities.processes.worker_exit import (
+    exit_report,
+    kernel_oom_killed,
+    oom_kill_counter,
+    oom_killed,
+    oom_kills,
+)
 from steward.workflows.activity_io import WatchRequest, WorkerEnd
 from steward.workflows.contracts import Progress, WorkerPulse
 from steward.workflows.names import Activity
+from steward.workflows.policy.exit_causes import signal_cause
 from steward.workflows.policy.worker_watch import judge, judge_connections, saturated
 
 ALIVE_EVERY_S = 1.0  # how soon an exit is seen
@@ -57,6 +65,9 @@ class WorkerLook:
             else WorkerPulse(worker_id=worker.worker_id, pid=worker.pid, at=datetime.now(UTC))
         )
         self._log_read_at = 0.0
+        # Its memory cgroup's OOM kills as the watch began: one more at a SIGKILL is the kernel's.
+        self._oom_counter = oom_kill_counter(worker.pid)
+        self._oom_kills = oom_kills(self._oom_counter)
 
     def alive(self) -> bool:
         worker = self.request.worker
@@ -131,17 +142,42 @@ class WorkerLook:
             how = f"was killed by {signal.Signals(-code).name}"
         else:
             how = f"exited with code {code}"
+        cause, tail = self._cause(code, log_status)
         return WorkerEnd(
             worker_id=worker.worker_id,
             kind="exited",
             at=datetime.now(UTC),
             detail=f"worker {worker.worker_id} (pid {worker.pid}) {how}",
-            # Killed by a signal it said nothing; otherwise its own log's last exception line.
-            cause=None if code is not None and code <= 0 else exit_cause(worker.output),
+            cause=cause,
             exit_code=code if code is not None and code >= 0 else None,
             signal=-code if code is not None and code < 0 else None,
             log_status=log_status,
+            log_tail=tail,
         )
+
+    def _cause(
+        self, code: int | None, log_status: dict[str, str | None]
+    ) -> tuple[str | None, list[str]]:
+        """What the worker died of and its log's last lines. Nothing for a worker Steward
+        stopped; a signal's own cause (SIGKILL: the OOM killer?) for one killed by a signal;
+        else what its log says, even after exit code 0 (Inspect records a task whose log it
+        cannot write as errored and returns), unless its tasks all succeeded."""
+        worker = self.request.worker
+        if stopped_by_steward(worker.pid, worker.create_time):
+            return None, []
+        cause, tail = exit_report(worker.output, self.request.log_dir)
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            oom = None
+            if -code == signal.SIGKILL:
+                oom = oom_killed(worker.pid, worker.create_time, self._oom_counter, self._oom_kills)
+            return signal_cause(-code, name, oom_killed=oom), tail
+        if code == 0 and log_status and all(s == "success" for s in log_status.values()):
+            return None, tail
+        if code is None and cause is None and kernel_oom_killed(worker.pid, worker.create_time):
+            # Adopted, so its exit is unknown: the kernel's log may still say it killed it.
+            return signal_cause(signal.SIGKILL, "SIGKILL", oom_killed=True), tail
+        return cause, tail
 
     # -------------------------------------------------------------- reading
     def _socket_rows(self) -> dict[str, dict] | None:

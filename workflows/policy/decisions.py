@@ -438,6 +438,10 @@ def _question(cls: ErrorClass) -> str:
         )
     if cls.kind in PROPOSABLE:
         return f"Propose what to do about {cls.title} ({count} instance(s))."
+    if cls.kind == "stalled_task":
+        # This stall's cause, its last worker's exit code or signal and log: not the first's.
+        latest = cls.instances[-1].anomaly
+        return f"Decide: {title_of(latest)}." + (f" {latest.detail}." if latest.detail else "")
     return f"Decide: {cls.title}."
 
 

@@ -153,8 +153,13 @@ async def _apply_observation(
             ctx.journal("worker exited", worker=worker_id)
             continue
         ctx.journal("worker exited", worker=worker_id, how=end.detail, **_said(end.cause))
-        for identifier in end.log_status if end.cause else []:
-            state.task(identifier).exit_cause = end.cause
+        for identifier, log_status in end.log_status.items():
+            # What its last worker died of, for its stalled question; a finished task keeps none.
+            died = log_status != "success"
+            task = state.task(identifier)
+            task.exit_cause = end.cause if died else None
+            task.exit_detail = end.detail if died else None
+            task.exit_log_tail = end.log_tail if died else []
     for identifier in outcome.completed:
         task = state.task(identifier)
         summary.completed.append(task.spec.name)

@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.policy import cost, decisions, healing, rulings
     from steward.workflows.policy import run_policy as policy
     from steward.workflows.policy.decisions import Anomaly
+    from steward.workflows.policy.exit_causes import stalled_detail
     from steward.workflows.policy.rulings import RuleRequest, RuleResult
     from steward.workflows.run import eval_run_scan
     from steward.workflows.run.eval_run_context import RunContext
@@ -31,12 +32,12 @@ async def triage(
         Anomaly(
             kind="stalled_task",
             task=identifier,
-            task_name=state.task(identifier).spec.name,
-            uuid=f"attempt-{state.task(identifier).attempts}",
-            detail=f"{state.task(identifier).fruitless} worker deaths without progress",
-            cause=state.task(identifier).exit_cause,
+            task_name=task.spec.name,
+            uuid=f"attempt-{task.attempts}",
+            detail=stalled_detail(task.fruitless, task.exit_detail, task.exit_log_tail),
+            cause=task.exit_cause,
         )
-        for identifier in stalled
+        for identifier, task in ((i, state.task(i)) for i in stalled)
     ]
     anomalies += observation.anomalies or []
     anomalies += eval_run_scan.take_in(ctx, summary)

@@ -160,7 +160,11 @@ def render_status_markdown(status: RunStatus) -> str:
         )
     if state.cancel_reason is not None:
         lines.append(f"- Cancelled: {state.cancel_reason or 'no reason given'}")
-    stalled = [t.spec.name for t in state.tasks if t.phase == "stalled"]
+    stalled = [  # with what their workers die of, when they said
+        f"{t.spec.name} ({t.exit_cause})" if t.exit_cause else t.spec.name
+        for t in state.tasks
+        if t.phase == "stalled"
+    ]
     if stalled:
         lines.append(
             f"- **Needs you**: given up after repeated worker deaths: {', '.join(stalled)}"
