@@ -224,8 +224,14 @@ def server_command(target: Target, ui_port: int) -> list[str]:
 def start_server(target: Target, ui_port: int) -> ServiceStatus:
     """Start the dev server unless ours already runs; one clear error otherwise."""
     if _read_pid("temporal") is not None:
-        if asyncio.run(server_healthy(target, timeout=5.0)):
-            return server_status(target)
+        # Ours runs: a busy machine can keep it from answering for a while, and stopping it
+        # would cut every run off. Wait as long as a start may take before calling it hung.
+        deadline = time.monotonic() + server_start_timeout()
+        while time.monotonic() < deadline:
+            if asyncio.run(server_healthy(target, timeout=5.0)):
+                return server_status(target)
+            if _read_pid("temporal") is None:
+                break  # it exited meanwhile: start a new one
         _stop("temporal")
     port = int(target.address.rsplit(":", 1)[1])
     for what, number in (("gRPC", port), ("web UI", ui_port)):

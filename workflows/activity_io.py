@@ -17,9 +17,10 @@ from steward.workflows.contracts import (
     WorkerProcess,
 )
 from steward.workflows.policy.cost import CostCap, Price
-from steward.workflows.policy.decisions import StandingRules
+from steward.workflows.policy.decisions import LedgerOp, StandingRules
 from steward.workflows.policy.provider_budget import ConnectionShare
 from steward.workflows.policy.rulings import Action
+from steward.workflows.policy.triage_ledger import LedgerOrder, OrderOutcome
 
 
 class CaptureRequest(BaseModel):
@@ -162,14 +163,25 @@ class AnomalyRequest(BaseModel):
     workers: list[WorkerProcess]
     stuck_after: float
     known_errors: list[str] = Field(default_factory=list)  # sample uuids already triaged
-    # Errored samples the run holds (task#id@epoch): say which are healthy in the newest log.
+    # Samples the run holds (task#id@epoch): say which are healthy in the newest log.
     suspects: list[str] = Field(default_factory=list)
+    # The triage ledger (workflows/policy/triage_ledger.py): where it is, the run's changes to
+    # write first, and the classes whose instances to check for healing.
+    ledger: str | None = None
+    ledger_ops: list[LedgerOp] = Field(default_factory=list)
+    suspect_classes: list[str] = Field(default_factory=list)
 
 
 class ApplyRequest(BaseModel):
     workspace: str
     actions: list[Action]
     workers: list[WorkerProcess] = Field(default_factory=list)
+    # Rulings on ledger classes, carried out on the instances the ledger holds; log edits only
+    # where the task's log is final (`settled_logs`: task identifier -> that log).
+    orders: list[LedgerOrder] = Field(default_factory=list)
+    settled_logs: dict[str, str] = Field(default_factory=dict)
+    ledger: str | None = None
+    ledger_ops: list[LedgerOp] = Field(default_factory=list)
 
 
 class ApplyResult(BaseModel):
@@ -178,6 +190,8 @@ class ApplyResult(BaseModel):
     skipped: list[Action] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     rerun_tasks: list[str] = Field(default_factory=list)  # task identifiers to re-spawn
+    outcomes: list[OrderOutcome] = Field(default_factory=list)  # one per order
+    ledger_through: int = 0  # the ledger holds the run's changes up to this seq
 
 
 class NotifyRequest(BaseModel):

@@ -217,6 +217,12 @@ class Observation(BaseModel):
     """Why looking for anomalies failed (the rest of the observation stands)."""
     healthy: list[str] = Field(default_factory=list)
     """Suspect samples ("id@epoch") healthy in their newest log."""
+    healed: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Class id -> {instance key: its task}: ledger instances healthy in their newest log."""
+    more_anomalies: bool = False
+    """More new anomalies were found than one look hands over: tend again at once."""
+    ledger_through: int = 0
+    """The triage ledger holds the run's changes up to this sequence number."""
     orphaned: str | None = None
     """orphan-v1: why the run's workspace is no longer its own (None: it is)."""
 
@@ -463,7 +469,10 @@ class RunState(BaseModel):
     journal_seq: int = 0
     """Seq of the newest journal event."""
     pending_journal: list[JournalEvent] = Field(default_factory=list)
-    """Journal events not yet written to the workspace."""
+    """Journal events not yet written to the workspace (the newest JOURNAL_KEPT at most)."""
+    journal_dropped: int = 0
+    """Journal events let go unwritten while the workspace could not be written (the oldest
+    beyond JOURNAL_KEPT): said in the journal once it can be written again."""
     triage: Triage = Field(default_factory=Triage)
     """Anomaly classes, decisions and their rulings."""
     outbox: list[Notice] = Field(default_factory=list)

@@ -20,17 +20,20 @@ import httpx
 
 from steward.activities.logs.log_listing import log_info, logs_by_identifier
 from steward.activities.logs.paths import local_path
+from steward.activities.logs.triage_ledger import Ledger, open_ledger
 from steward.activities.processes.control_socket import ask_each, control_get
 from steward.activities.processes.processes import is_alive
 from steward.workflows.activity_io import AnomalyRequest
-from steward.workflows.contracts import TaskSpec, WorkerProcess
+from steward.workflows.contracts import Observation, TaskSpec, WorkerProcess
 from steward.workflows.policy.decisions import (
+    LEDGER_KINDS,
     Anomaly,
     deepest_frame,
     error_type_of,
     is_interruption,
 )
 from steward.workflows.policy.layout import approvals_dir_of
+from steward.workflows.policy.triage_ledger import MAX_HEALED, MAX_NEW
 
 DETAIL_LIMIT = 500
 
@@ -272,3 +275,56 @@ def healthy_suspects(request: AnomalyRequest) -> list[str]:
         if log is not None and spec is not None and sample in healthy_samples(log.path, spec):
             healthy.append(ref)
     return healthy
+
+
+def through_the_ledger(request: AnomalyRequest, found: list[Anomaly]) -> Observation:
+    """What the triage ledger makes of this look (workflows/policy/triage_ledger.py): the run's
+    pending changes written first; of the ledger kinds, only anomalies the ledger does not hold
+    (at most MAX_NEW; a re-run sample's new error as `rerun_failed`, its replaced run left out),
+    the others whole; and the instances of the suspect classes now healthy in their newest log."""
+    observation = Observation()
+    if request.ledger is None:
+        observation.anomalies = found
+        return observation
+    ledger = open_ledger(request.ledger, request.ledger_ops)
+    observation.ledger_through = max([ledger.seq, *(op.seq for op in request.ledger_ops)])
+    runs, new, fresh = ledger.runs(), [], 0
+    for anomaly in found:
+        if anomaly.kind == "sample_error" and anomaly.sample_ref in ledger.reruns:
+            if (anomaly.sample_ref, anomaly.uuid) in runs:
+                continue  # the errored run a re-run replaces, still in the log
+            anomaly = anomaly.model_copy(update={"kind": "rerun_failed"})
+        if anomaly.kind in LEDGER_KINDS:
+            if anomaly.sample_key in ledger.held:
+                continue
+            fresh += 1
+            if fresh > MAX_NEW:
+                observation.more_anomalies = True
+                continue
+        new.append(anomaly)
+    observation.anomalies = new
+    observation.healed = _healed(request, ledger)
+    return observation
+
+
+def _healed(request: AnomalyRequest, ledger: Ledger) -> dict[str, dict[str, str]]:
+    """Instances of the suspect classes whose ruling was not carried out on them and that
+    their task's newest log holds without an error: class id -> {key: task}."""
+    if not request.suspect_classes:
+        return {}
+    specs = {spec.identifier: spec for spec in request.tasks}
+    newest = {i: logs[-1] for i, logs in logs_by_identifier(request.log_dir).items() if logs}
+    healed: dict[str, dict[str, str]] = {}
+    count = 0
+    for class_id in request.suspect_classes:
+        for key, held in ledger.of_class(class_id).items():
+            anomaly = held.anomaly
+            log, spec = newest.get(anomaly.task), specs.get(anomaly.task)
+            if held.applied is not None or log is None or spec is None:
+                continue
+            if f"{anomaly.sample_id}@{anomaly.epoch}" in healthy_samples(log.path, spec):
+                healed.setdefault(class_id, {})[key] = anomaly.task
+                count += 1
+                if count >= MAX_HEALED:
+                    return healed
+    return healed

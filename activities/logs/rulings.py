@@ -19,12 +19,16 @@ from temporalio import activity
 
 from steward.activities.logs.anomalies import forget_errors
 from steward.activities.logs.paths import write_atomic
+from steward.activities.logs.triage_ledger import open_ledger
 from steward.activities.processes.control_socket import socket_client
 from steward.workflows.activity_io import ApplyRequest, ApplyResult
 from steward.workflows.contracts import WorkerProcess
 from steward.workflows.names import Activity
 from steward.workflows.policy.layout import approvals_dir_of
 from steward.workflows.policy.rulings import Action
+from steward.workflows.policy.triage_ledger import OrderOutcome
+
+MAX_LOGS = 20  # logs one apply call edits (each is read and written whole); the rest: next tend
 
 STEWARD_SCORE = "steward"  # score name used when a sample has no score to edit (it errored)
 ERROR_KINDS = ("sample_error", "rerun_failed")  # ruled for an error the sample must still have
@@ -188,6 +192,78 @@ def apply_actions_sync(request: ApplyRequest, workers: list[WorkerProcess]) -> A
     return result
 
 
+def carry_out_orders(request: ApplyRequest, result: ApplyResult) -> None:
+    """Carry out the rulings on ledger classes on every instance the ledger holds (at most
+    MAX_LOGS logs a call; the rest are left as remaining), and write down what was done."""
+    if request.ledger is None:
+        return
+    ledger = open_ledger(request.ledger, request.ledger_ops)
+    result.ledger_through = max([ledger.seq, *(op.seq for op in request.ledger_ops)])
+    edited = 0
+    for order in request.orders:
+        outcome = OrderOutcome(class_id=order.class_id, verdict=order.verdict)
+        by_log: dict[str, list[Action]] = {}
+        waiting: set[str] = set()
+        for key, held in sorted(ledger.of_class(order.class_id).items()):
+            anomaly, log = held.anomaly, request.settled_logs.get(held.anomaly.task)
+            if log is None:
+                waiting.add(anomaly.task)
+                outcome.remaining += 1
+            elif held.applied != order.verdict or (
+                order.verdict != "rerun" and held.applied_log != log
+            ):
+                by_log.setdefault(log, []).append(
+                    Action(
+                        class_id=order.class_id,
+                        instance=key,
+                        verdict=order.verdict,
+                        anomaly=anomaly.model_copy(update={"log": log}),
+                        by=order.by,
+                        reason=order.reason,
+                    )
+                )
+        for log, actions in by_log.items():
+            task = actions[0].anomaly.task
+            try:
+                if edited >= MAX_LOGS:
+                    raise _Later()
+                done, skipped = _edit_log(log, actions)
+            except _Later:
+                waiting.add(task)
+                outcome.remaining += len(actions)
+                continue
+            except Exception as err:  # an unreadable log is reported, the rest still applies
+                result.problems.append(f"{Path(log).name}: {err}")
+                waiting.add(task)
+                outcome.remaining += len(actions)
+                continue
+            edited += 1
+            forget_errors(log)
+            ledger.append(
+                [{"op": "applied", "key": a.instance, "verdict": a.verdict, "log": log}
+                 for a in [*done, *skipped]]
+                + [{"op": "rerun", "class": order.class_id, "key": a.anomaly.sample_ref,
+                    "uuid": a.anomaly.uuid} for a in done if a.verdict == "rerun"]
+            )  # fmt: skip
+            outcome.done, outcome.skipped = outcome.done + len(done), outcome.skipped + len(skipped)
+            if any(a.verdict == "rerun" for a in done):
+                outcome.rerun_tasks.append(task)
+        outcome.waiting_tasks = sorted(waiting)
+        held_tasks = {h.anomaly.task for h in ledger.of_class(order.class_id).values()}
+        outcome.edited_logs = {
+            task: log
+            for task, log in request.settled_logs.items()
+            if task in held_tasks and task not in waiting
+        }
+        result.outcomes.append(outcome)
+
+
+class _Later(Exception):
+    """This call has edited as many logs as it may: the next tend goes on."""
+
+
 @activity.defn(name=Activity.APPLY_ACTIONS)
 def apply_actions(request: ApplyRequest) -> ApplyResult:
-    return apply_actions_sync(request, request.workers)
+    result = apply_actions_sync(request, request.workers)
+    carry_out_orders(request, result)
+    return result

@@ -15,7 +15,11 @@ from typing import Any
 import httpx
 from temporalio import activity
 
-from steward.activities.logs.anomalies import find_anomalies, healthy_suspects
+from steward.activities.logs.anomalies import (
+    find_anomalies,
+    healthy_suspects,
+    through_the_ledger,
+)
 from steward.activities.logs.cost import log_usage
 from steward.activities.logs.log_listing import log_info, logs_by_identifier
 from steward.activities.processes.control_socket import (
@@ -218,7 +222,10 @@ def observe_run(request: ObserveRequest) -> Observation:
     observation = observe_run_sync(request)
     if request.anomalies is not None:
         try:
-            observation.anomalies = find_anomalies(request.anomalies)
+            looked = through_the_ledger(request.anomalies, find_anomalies(request.anomalies))
+            observation.anomalies, observation.healed = looked.anomalies, looked.healed
+            observation.more_anomalies = looked.more_anomalies
+            observation.ledger_through = looked.ledger_through
             observation.healthy = healthy_suspects(request.anomalies)
         except Exception as err:  # progress still counts; anomalies are looked for next tend
             observation.anomaly_problem = f"{type(err).__name__}: {err}"

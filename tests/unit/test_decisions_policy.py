@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from steward.workflows.policy import decisions, rulings
+from steward.workflows.policy import decisions, rulings, triage_ledger
 from steward.workflows.policy.decisions import Anomaly, StandingRules, Triage
 from steward.workflows.policy.rulings import RuleRequest
+from steward.workflows.policy.triage_ledger import OrderOutcome
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
@@ -94,13 +95,13 @@ def test_agent_proposes_operator_rules_lifecycle():
     assert "operator's to rule" in rule(triage, second.id, "exclude", role="agent")
     ruled = rule(triage, second.id, "rerun")
     assert ruled.effect == "ruled" and cls.state == "ruled" and cls.ruling.by == "norah"
-    actions = rulings.pending_actions(triage, {first.class_id: "x"} | {error(1).task: "/l.eval"})
-    assert [(a.verdict, a.anomaly.sample_id, a.anomaly.log) for a in actions] == [
-        ("rerun", "1", "/l.eval")
-    ]
-    rulings.mark_applied(triage, actions)
-    assert cls.state == "resolved" and triage.reruns == {error(1).sample_ref: cls.id}
+    # A sample error class lives in the triage ledger: its ruling is an order for the class.
     assert rulings.pending_actions(triage, {error(1).task: "/l.eval"}) == []
+    (order,) = triage_ledger.ledger_orders(triage, {error(1).task: "/l.eval"})
+    assert (order.class_id, order.verdict, order.by) == (cls.id, "rerun", "norah")
+    triage_ledger.take_outcomes(triage, [OrderOutcome(class_id=cls.id, verdict="rerun", done=1)])
+    assert cls.state == "resolved"
+    assert triage_ledger.ledger_orders(triage, {error(1).task: "/l.eval"}) == []
 
 
 def test_invalid_rulings_are_refused_and_change_nothing():
@@ -155,20 +156,24 @@ def test_preauthorized_pattern_rules_without_asking_and_later_instances_follow()
     cls = triage.classes[0]
     assert outcome.standing == [cls.id] and outcome.raised == [] and cls.state == "ruled"
     assert cls.ruling.standing == "preauthorized"
-    rulings.mark_applied(triage, rulings.pending_actions(triage, {error(1).task: "/l"}))
+    assert triage_ledger.ledger_orders(triage, {error(1).task: "/l"})
+    done = OrderOutcome(class_id=cls.id, verdict="rerun", done=1)
+    triage_ledger.take_outcomes(triage, [done])
     assert cls.state == "resolved"
     absorb(triage, [error(2)], rules, tend=2)  # a later instance is ruled by the class
     assert cls.state == "ruled" and triage.decisions == []
-    assert [a.anomaly.sample_id for a in rulings.pending_actions(triage, {error(1).task: "/l"})] == ["2"]  # fmt: skip
+    assert cls.waiting_tasks == [error(2).task] and cls.count == 2
+    assert [o.class_id for o in triage_ledger.ledger_orders(triage, {error(1).task: "/l"})] == [cls.id]  # fmt: skip
 
 
 def test_rerun_that_fails_again_raises_an_operator_decision():
+    # The anomalies activity marks a re-run sample's new error `rerun_failed` (its ledger knows
+    # the re-run: tests/unit/test_triage_ledger.py); the triage asks the operator about it.
     triage = Triage()
     absorb(triage, [error(1)])
     rule(triage, "d-1", "rerun")
-    rulings.mark_applied(triage, rulings.pending_actions(triage, {error(1).task: "/l"}))
-    assert absorb(triage, [error(1)], tend=2).raised == []  # the superseded log, read again
-    outcome = absorb(triage, [error(1, uuid="u1-second")], tend=3)
+    again = error(1, uuid="u1-second").model_copy(update={"kind": "rerun_failed"})
+    outcome = absorb(triage, [again], tend=3)
     failed = triage.find_decision(outcome.raised[0])
     assert failed.kind == "rerun_failed" and failed.owner == "operator"
 
@@ -177,12 +182,22 @@ def test_exclusion_waits_for_final_log_and_reapplies_to_a_newer_one():
     triage = Triage()
     absorb(triage, [error(1)])
     rule(triage, "d-1", "exclude")
-    assert rulings.pending_actions(triage, {}) == []  # task still running: nothing yet
-    done = rulings.pending_actions(triage, {error(1).task: "/a.eval"})
-    rulings.mark_applied(triage, done)
-    assert rulings.pending_actions(triage, {error(1).task: "/a.eval"}) == []
-    again = rulings.pending_actions(triage, {error(1).task: "/b.eval"})
-    assert [a.anomaly.log for a in again] == ["/b.eval"]
+    task = error(1).task
+    assert triage_ledger.ledger_orders(triage, {}) == []  # task still running: nothing yet
+    (order,) = triage_ledger.ledger_orders(triage, {task: "/a.eval"})
+    outcome = OrderOutcome(
+        class_id=order.class_id, verdict="exclude", done=1, edited_logs={task: "/a.eval"}
+    )
+    triage_ledger.take_outcomes(triage, [outcome])
+    assert triage.classes[0].state == "resolved"
+    assert triage_ledger.ledger_orders(triage, {task: "/a.eval"}) == []
+    assert triage_ledger.ledger_orders(triage, {task: "/b.eval"})  # a newer final log: again
+    assert "rulings not yet applied" in " ".join(
+        rulings.signoff_blockers(
+            triage, open_tasks=[], unscanned=False, scan_problem=None,
+            settled_logs={task: "/b.eval"},
+        )
+    )  # fmt: skip
 
 
 def test_agent_items_routed_to_operator_after_two_tends_without_collect():

@@ -5,7 +5,7 @@ ruling marks skipped effects done without recording a re-run."""
 
 from __future__ import annotations
 
-from steward.workflows.policy import decisions, healing, rulings
+from steward.workflows.policy import decisions, healing, rulings, triage_ledger
 from steward.workflows.policy.decisions import StandingRules, Triage
 from tests.unit.test_decisions_policy import NOW, error, rule
 
@@ -26,17 +26,6 @@ def test_a_sample_read_again_from_a_resumed_log_is_counted_once():
     assert len(cls.instances) == 3
 
 
-def test_a_rerun_that_fails_again_is_a_new_instance_even_by_sample():
-    triage = Triage()
-    by_sample(triage, [error(1, uuid="a1")])
-    triage.reruns[error(1).sample_ref] = triage.classes[0].id
-    # The errored run the rerun replaces, read again before the rerun lands: nothing new.
-    assert by_sample(triage, [error(1, uuid="a1")], tend=2).new_instances == {}
-    outcome = by_sample(triage, [error(1, uuid="r1")], tend=2)
-    assert [c.kind for c in triage.classes] == ["sample_error", "rerun_failed"]
-    assert outcome.new_classes == [triage.classes[1].id]
-
-
 def test_a_workers_own_end_is_an_interruption_not_a_sample_error():
     # What Inspect's recovery writes for the sample in flight when its worker was killed.
     assert decisions.is_interruption(
@@ -50,13 +39,19 @@ def test_a_workers_own_end_is_an_interruption_not_a_sample_error():
     assert not decisions.is_interruption("OfflineSampleFailure", "offline model told to fail")
 
 
-def test_suspects_are_unsettled_unapplied_sample_errors():
+def healthy(triage: Triage, *samples: int) -> dict[str, dict[str, str]]:
+    """What the anomalies activity answers when `samples` are healthy in their newest log."""
+    (cls,) = triage.classes
+    return {cls.id: {f"sample_error/{REF.format(n)}": error(n).task for n in samples}}
+
+
+def test_suspects_are_the_unsettled_sample_error_classes():
     triage = Triage()
     by_sample(triage, [error(1), error(2)])
-    assert healing.suspect_refs(triage) == [REF.format(1), REF.format(2)]
+    assert healing.suspect_classes(triage) == [triage.classes[0].id]
     decision = triage.open_decisions()[0]
     rule(triage, decision.id, "accept", role="operator")
-    assert healing.suspect_refs(triage) == []  # accepted: nothing held against the task
+    assert healing.suspect_classes(triage) == []  # accepted: nothing held against the task
 
 
 def test_a_sample_completed_on_resume_leaves_its_class_and_a_class_left_empty_heals():
@@ -65,19 +60,21 @@ def test_a_sample_completed_on_resume_leaves_its_class_and_a_class_left_empty_he
     (cls,) = triage.classes
     (decision,) = triage.open_decisions()
 
-    (partly,) = healing.heal(triage, [REF.format(1)], now=NOW)
-    assert partly.samples == [REF.format(1)] and not partly.closed
+    (partly,) = healing.heal(triage, healthy(triage, 1), now=NOW)
+    assert partly.count == 1 and partly.samples == [f"sample_error/{REF.format(1)}"]
+    assert not partly.closed and cls.count == 1
     assert [i.anomaly.sample_id for i in cls.instances] == ["2"]
+    assert [(op.op, op.key) for op in triage.ledger_ops][-1] == ("remove", partly.samples[0])
     assert decision.open and cls.state == "open"
     blockers = rulings.signoff_blockers(triage, open_tasks=[], unscanned=False, scan_problem=None)
     assert any(cls.id in b for b in blockers)
 
-    (whole,) = healing.heal(triage, [REF.format(2)], now=NOW)
-    assert whole.closed and cls.state == "healed" and cls.settled
+    (whole,) = healing.heal(triage, healthy(triage, 2), now=NOW)
+    assert whole.closed and cls.state == "healed" and cls.settled and cls.count == 0
     assert not decision.open and decision.answer.verdict == "healed"
     assert decision.answer.by == "steward"
     assert rulings.signoff_blockers(triage, open_tasks=[], unscanned=False, scan_problem=None) == []
-    assert rulings.pending_actions(triage, {error(1).task: "/logs/final.eval"}) == []
+    assert triage_ledger.ledger_orders(triage, {error(1).task: "/logs/final.eval"}) == []
 
 
 def test_a_ruled_class_whose_samples_heal_has_nothing_left_to_act_on():
@@ -86,39 +83,51 @@ def test_a_ruled_class_whose_samples_heal_has_nothing_left_to_act_on():
     (decision,) = triage.open_decisions()
     rule(triage, decision.id, "rerun", role="operator")
     assert triage.classes[0].state == "ruled"
-    healing.heal(triage, [REF.format(1)], now=NOW)
+    healing.heal(triage, healthy(triage, 1), now=NOW)
     assert triage.classes[0].state == "healed"
-    assert rulings.pending_actions(triage, {error(1).task: "/logs/final.eval"}) == []
+    assert triage_ledger.ledger_orders(triage, {error(1).task: "/logs/final.eval"}) == []
 
 
 def test_a_healed_class_that_errs_again_asks_again():
     triage = Triage()
     by_sample(triage, [error(1)])
-    healing.heal(triage, [REF.format(1)], now=NOW)
+    healing.heal(triage, healthy(triage, 1), now=NOW)
     outcome = by_sample(triage, [error(1, uuid="later")], tend=3)
     cls = triage.classes[0]
-    assert cls.state == "open" and len(cls.instances) == 1
+    assert cls.state == "open" and cls.count == 1
     assert len(outcome.raised) == 1  # a new decision: the old one was closed as healed
 
 
-def test_applied_and_accepted_instances_never_heal():
+def test_thousands_of_instances_keep_the_state_small():
     triage = Triage()
-    by_sample(triage, [error(1), error(2)])
-    (decision,) = triage.open_decisions()
-    rule(triage, decision.id, "exclude", role="operator")
-    actions = rulings.pending_actions(triage, {error(1).task: "/logs/final.eval"})
-    rulings.mark_applied(triage, actions[:1])
-    # The excluded sample 1 stays excluded even if a later log has it healthy.
-    assert healing.heal(triage, [REF.format(1)], now=NOW) == []
-    assert len(triage.classes[0].instances) == 2
+    by_sample(triage, [error(n, uuid=f"u{n}") for n in range(3_000)])
+    (cls,) = triage.classes
+    assert cls.count == 3_000 and len(cls.instances) == decisions.WINDOW
+    assert cls.tasks == {error(1).task: 3_000}
+    assert len(triage.ledger_ops) == 3_000  # until the next ledger write takes them
+    triage_ledger.written(triage, triage.ledger_seq)
+    assert triage.ledger_ops == [] and len(triage.model_dump_json()) < 10_000
 
 
-def test_skipped_effects_settle_the_class_but_record_no_rerun():
-    triage = Triage()
-    by_sample(triage, [error(1), error(2)])
-    (decision,) = triage.open_decisions()
-    rule(triage, decision.id, "rerun", role="operator")
-    first, second = rulings.pending_actions(triage, {error(1).task: "/logs/final.eval"})
-    rulings.mark_applied(triage, [first], skipped=[second])
-    assert triage.classes[0].state == "resolved"
-    assert list(triage.reruns) == [first.anomaly.sample_ref]  # the skipped one was not re-run
+def test_a_run_from_before_the_ledger_moves_its_instances_into_it():
+    old = Triage()
+    by_sample(old, [error(n) for n in range(12)])
+    data = old.model_dump(mode="json")
+    (cls,) = data["classes"]
+    # As 0.2.0 kept it: every instance in the state, no counts, a re-run recorded in reruns.
+    cls["instances"] = [
+        {"key": f"sample_error/{REF.format(n)}", "anomaly": error(n).model_dump(mode="json"),
+         "applied": "exclude" if n == 0 else None, "applied_log": "/l.eval" if n == 0 else None}
+        for n in range(12)
+    ]  # fmt: skip
+    cls.pop("held"), cls.pop("tasks")
+    data["ledger_ops"], data["ledger_seq"], data["reruns"] = [], 0, {REF.format(3): cls["id"]}
+    moved = Triage.model_validate(data)
+    (mcls,) = moved.classes
+    assert mcls.count == 12 and len(mcls.instances) == decisions.WINDOW
+    adds = [op for op in moved.ledger_ops if op.op == "add"]
+    assert len(adds) == 12 and (adds[0].applied, adds[0].applied_log) == ("exclude", "/l.eval")
+    assert [(op.op, op.key) for op in moved.ledger_ops if op.op == "rerun"] == [
+        ("rerun", REF.format(3))
+    ]
+    assert moved.reruns == {}

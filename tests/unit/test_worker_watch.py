@@ -24,10 +24,11 @@ from steward.workflows.contracts import (
     WorkerPulse,
 )
 from steward.workflows.options import StewardOptions, live_options, run_settings
-from steward.workflows.policy import decisions, rulings, worker_watch
+from steward.workflows.policy import decisions, rulings, triage_ledger, worker_watch
 from steward.workflows.policy.decisions import Anomaly, StandingRules, Triage
 from steward.workflows.policy.rulings import RuleRequest
 from steward.workflows.policy.run_policy import settled_logs
+from steward.workflows.policy.triage_ledger import OrderOutcome
 from steward.workflows.policy.worker_watch import (
     judge,
     rulings_waiting,
@@ -513,8 +514,8 @@ def test_no_worker_is_named_once_it_is_gone_or_the_ruling_is_applied():
     state = lingering_state()
     state.workers.clear()
     assert rulings_waiting(state) == []
-    actions = rulings.pending_actions(state.triage, settled_logs(state))
-    assert [a.anomaly.log for a in actions] == ["/logs/alpha.eval"]
+    (order,) = triage_ledger.ledger_orders(state.triage, settled_logs(state))
+    assert settled_logs(state)[ALPHA] == "/logs/alpha.eval"
     blockers = rulings.signoff_blockers(
         state.triage,
         open_tasks=[],
@@ -524,7 +525,8 @@ def test_no_worker_is_named_once_it_is_gone_or_the_ruling_is_applied():
         waiting_for=rulings_waiting(state),
     )
     assert len(blockers) == 1 and "waiting for" not in blockers[0]
-    rulings.mark_applied(state.triage, actions)
+    done = OrderOutcome(class_id=order.class_id, verdict=order.verdict, done=1)
+    triage_ledger.take_outcomes(state.triage, [done])
     state.workers["w-1"] = worker()  # even with the worker back, nothing waits
     assert rulings_waiting(state) == []
 

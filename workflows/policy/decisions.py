@@ -16,7 +16,7 @@ import re
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 Role = Literal["agent", "operator"]
 AnomalyKind = Literal[
@@ -139,6 +139,14 @@ class Instance(BaseModel):
     applied_log: str | None = None  # the log the effect was written into
 
 
+# Kinds whose instances can number in the thousands (one per errored or flagged sample): the
+# run keeps only the newest few in its state and every one in its triage ledger, a file in the
+# workspace (workflows/policy/triage_ledger.py); the others are few (one per task, tool, worker,
+# approval) and live in the state whole.
+LEDGER_KINDS = ("sample_error", "rerun_failed", "scan_finding")
+WINDOW = 5  # instances a ledger class keeps in the state: the newest, for views and questions
+
+
 class ErrorClass(BaseModel):
     id: str
     kind: AnomalyKind
@@ -148,10 +156,53 @@ class ErrorClass(BaseModel):
     state: ClassState = "open"
     proposal: Ruling | None = None
     ruling: Ruling | None = None
+    # Ledger kinds only: how many instances the class holds (`instances` is the newest few), how
+    # many of them each task holds, and what the last application of its ruling left.
+    held: int = 0
+    tasks: dict[str, int] = Field(default_factory=dict)
+    waiting_tasks: list[str] | None = None  # tasks with ruled log edits not done (None: all)
+    edited_logs: dict[str, str] = Field(default_factory=dict)  # task -> log its edits are in
 
     @property
     def settled(self) -> bool:
         return self.state in ("resolved", "accepted", "healed")
+
+    @property
+    def in_ledger(self) -> bool:
+        return self.kind in LEDGER_KINDS
+
+    @property
+    def count(self) -> int:
+        """How many instances the class holds."""
+        return self.held if self.in_ledger else len(self.instances)
+
+    def hold(self, instance: Instance) -> None:
+        """Take a new instance in (a ledger class keeps the newest few in the state)."""
+        self.instances.append(instance)
+        if self.in_ledger:
+            self.held += 1
+            task = instance.anomaly.task
+            self.tasks[task] = self.tasks.get(task, 0) + 1
+            if self.waiting_tasks is not None and task not in self.waiting_tasks:
+                self.waiting_tasks.append(task)  # a ruled class rules its new instances too
+            del self.instances[:-WINDOW]
+
+    def release(self, keys: dict[str, str]) -> int:
+        """Let the instances with `keys` (key -> its task) go, healed or lapsed; how many of
+        them the class held."""
+        before = len(self.instances)
+        self.instances = [i for i in self.instances if i.key not in keys]
+        if not self.in_ledger:
+            return before - len(self.instances)
+        gone = 0
+        for task in keys.values():
+            if self.tasks.get(task, 0) > 0:
+                self.tasks[task] -= 1
+                gone += 1
+                if not self.tasks[task]:
+                    del self.tasks[task]
+        self.held -= gone
+        return gone
 
 
 class Decision(BaseModel):
@@ -182,6 +233,19 @@ class StandingRules(BaseModel):
     policies: list[str] = Field(default_factory=list)
 
 
+class LedgerOp(BaseModel):
+    """A change to the triage ledger the run decided and an activity has yet to write: an
+    instance a ledger class took in, or one it let go (healed)."""
+
+    seq: int
+    op: Literal["add", "remove", "rerun"]
+    class_id: str
+    key: str  # the instance's key; rerun: the sample ref (task#id@epoch) a ruling re-ran
+    anomaly: Anomaly | None = None  # add: the instance's anomaly
+    applied: str | None = None  # add, of an instance held before the ledger: what was done
+    applied_log: str | None = None
+
+
 class Triage(BaseModel):
     """The decision side of a run's state."""
 
@@ -189,7 +253,40 @@ class Triage(BaseModel):
     decisions: list[Decision] = Field(default_factory=list)
     decision_counter: int = 0
     last_collect_tend: int | None = None  # tend count when an agent last collected
-    reruns: dict[str, str] = Field(default_factory=dict)  # sample_ref -> class id it was re-run by
+    reruns: dict[str, str] = Field(default_factory=dict)  # before the ledger: read once, moved
+    ledger_ops: list[LedgerOp] = Field(default_factory=list)  # not yet written to the ledger
+    ledger_seq: int = 0
+
+    @model_validator(mode="after")
+    def _into_the_ledger(self) -> Triage:
+        """A run that kept every instance in its state (before 0.3.0) moves them to the ledger:
+        each becomes an `add` the next ledger write carries, and the class keeps the newest."""
+        for cls in self.classes:
+            if not cls.in_ledger or cls.held or len(cls.instances) == 0:
+                continue
+            for instance in cls.instances:
+                self.record("add", cls.id, instance.key, instance.anomaly)
+                self.ledger_ops[-1].applied = instance.applied
+                self.ledger_ops[-1].applied_log = instance.applied_log
+                cls.tasks[instance.anomaly.task] = cls.tasks.get(instance.anomaly.task, 0) + 1
+            cls.held = len(cls.instances)
+            del cls.instances[:-WINDOW]
+        for ref, class_id in self.reruns.items():
+            self.record("rerun", class_id, ref)
+        self.reruns = {}
+        return self
+
+    def record(
+        self,
+        op: Literal["add", "remove", "rerun"],
+        class_id: str,
+        key: str,
+        anomaly: Anomaly | None = None,
+    ) -> None:
+        self.ledger_seq += 1
+        self.ledger_ops.append(
+            LedgerOp(seq=self.ledger_seq, op=op, class_id=class_id, key=key, anomaly=anomaly)
+        )
 
     def find_class(self, class_id: str) -> ErrorClass | None:
         return next((c for c in self.classes if c.id == class_id), None)
@@ -326,16 +423,15 @@ def absorb(
     Each errored (id, epoch) counts once, whichever log it was read from.
     """
     outcome = TriageOutcome()
+    # Ledger kinds arrive new (the anomalies activity leaves out what the ledger holds, and
+    # marks a re-run sample's new error `rerun_failed`); what the state holds is checked here.
     known = {i.key for c in triage.classes for i in c.instances}
-    # The errored run a rerun replaced is still in the log until the rerun lands: not new.
-    seen_runs = {
-        (i.anomaly.sample_ref, i.anomaly.uuid) for c in triage.classes for i in c.instances
-    }
+    for op in triage.ledger_ops:  # taken in, or let go (healed), since the last ledger write
+        if op.op == "add":
+            known.add(op.key)
+        elif op.op == "remove":
+            known.discard(op.key)
     for anomaly in anomalies:
-        if anomaly.kind == "sample_error" and anomaly.sample_ref in triage.reruns:
-            anomaly = anomaly.model_copy(update={"kind": "rerun_failed"})
-            if (anomaly.sample_ref, anomaly.uuid) in seen_runs:
-                continue
         key = anomaly.sample_key
         if key in known:
             continue
@@ -351,7 +447,9 @@ def absorb(
             )
             triage.classes.append(cls)
             outcome.new_classes.append(cls.id)
-        cls.instances.append(Instance(key=key, anomaly=anomaly))
+        cls.hold(Instance(key=key, anomaly=anomaly))
+        if cls.in_ledger:
+            triage.record("add", cls.id, key, anomaly)
         if cls.kind in ("cost_cap", "hung_worker"):
             # The figures of this crossing, the worker and pid of this hang: not the first's.
             cls.title = title_of(anomaly)
@@ -382,6 +480,25 @@ def absorb(
         if not any(d.class_id == cls.id and d.open for d in triage.decisions):
             outcome.raised.append(raise_decision(triage, cls, rules, now=now, tend=tend).id)
     return outcome
+
+
+ANSWERED_KEPT = 50  # answered decisions the state keeps (the journal has every ruling)
+
+
+def forget_settled(triage: Triage) -> None:
+    """Keep the state the same size however long the run (in place): answered decisions
+    beyond the newest ANSWERED_KEPT, and settled approval classes (one per approval, never
+    seen again), are let go. Their rulings are in the journal."""
+    answered = [d for d in triage.decisions if not d.open]
+    if len(answered) > ANSWERED_KEPT:
+        gone = {d.id for d in answered[:-ANSWERED_KEPT]}
+        triage.decisions = [d for d in triage.decisions if d.id not in gone]
+    asked = {d.class_id for d in triage.decisions if d.open}
+    triage.classes = [
+        c
+        for c in triage.classes
+        if not (c.kind == "approval" and c.settled and c.id not in asked)
+    ]
 
 
 def _asks_again(cls: ErrorClass) -> bool:
@@ -429,7 +546,7 @@ def _owner(cls: ErrorClass, rules: StandingRules) -> Role:
 
 
 def _question(cls: ErrorClass) -> str:
-    count = len(cls.instances)
+    count = cls.count
     if cls.state == "proposed" and cls.proposal is not None:
         proposal = cls.proposal
         return (

@@ -2,11 +2,11 @@
 
 A task worker that dies (kill -9, an OOM, a graceful stop) leaves a log whose samples may have
 errored around its death; the respawned worker resumes the task and runs them again. Each tend
-the anomaly finder is told which samples the run's open error classes hold (`suspect_refs`) and
-answers which of them are healthy in their task's newest log; `heal` takes those out of their
-classes. A class left with no instance is `healed`: its open decisions close, it never blocks
-signoff, and a ruling on it has nothing left to act on. A sample that errs again later comes
-back as a new instance (decisions.absorb reopens the class).
+the anomaly finder is told which error classes are unsettled (`suspect_classes`); it reads their
+instances from the triage ledger and answers which of them are healthy in their task's newest
+log; `heal` takes those out of their classes. A class left with no instance is `healed`: its
+open decisions close, it never blocks signoff, and a ruling on it has nothing left to act on. A
+sample that errs again later comes back as a new instance (decisions.absorb reopens the class).
 """
 
 from __future__ import annotations
@@ -20,44 +20,35 @@ from steward.workflows.policy.decisions import Ruling, Triage
 SAMPLE_KINDS = ("sample_error", "rerun_failed")
 UNSETTLED = ("open", "proposed", "ruled")
 HEALED_REASON = "every sample in it completed cleanly when its task resumed"
+NAMED = 20  # samples a healing names in the journal; the rest are counted
 
 
-def suspect_refs(triage: Triage) -> list[str]:
-    """Sample refs (task#id@epoch) of errored samples the run still holds against a task:
-    instances of unsettled error classes whose ruling has not been carried out on them."""
-    refs = {
-        instance.anomaly.sample_ref
-        for cls in triage.classes
-        if cls.kind in SAMPLE_KINDS and cls.state in UNSETTLED
-        for instance in cls.instances
-        if instance.applied is None
-    }
-    return sorted(refs)
+def suspect_classes(triage: Triage) -> list[str]:
+    """The error classes whose samples the run still holds against a task: unsettled classes of
+    errored samples (the finder leaves out instances whose ruling was carried out)."""
+    return [c.id for c in triage.classes if c.kind in SAMPLE_KINDS and c.state in UNSETTLED]
 
 
 class Healed(BaseModel):
     class_id: str
-    samples: list[str] = Field(default_factory=list)  # sample refs taken out of the class
+    count: int = 0  # instances taken out of the class
+    samples: list[str] = Field(default_factory=list)  # the first NAMED, by instance key
     closed: bool = False  # the class has no instance left: healed, its decisions closed
 
 
-def heal(triage: Triage, healthy: list[str], *, now: datetime) -> list[Healed]:
-    """Take the samples now healthy in their task's newest log out of their classes (in place).
-    Returns what healed, per class."""
-    if not healthy:
-        return []
-    well = set(healthy)
+def heal(triage: Triage, healthy: dict[str, dict[str, str]], *, now: datetime) -> list[Healed]:
+    """Take the instances now healthy in their task's newest log (class id -> {instance key:
+    its task}) out of their classes (in place), and out of the ledger. What healed, per class."""
     outcome = []
     for cls in triage.classes:
-        if cls.kind not in SAMPLE_KINDS or cls.state not in UNSETTLED:
+        keys = healthy.get(cls.id)
+        if not keys or cls.kind not in SAMPLE_KINDS or cls.state not in UNSETTLED:
             continue
-        gone = [i for i in cls.instances if i.applied is None and i.anomaly.sample_ref in well]
-        if not gone:
-            continue
-        gone_keys = {i.key for i in gone}
-        cls.instances = [i for i in cls.instances if i.key not in gone_keys]
-        healed = Healed(class_id=cls.id, samples=[i.anomaly.sample_ref for i in gone])
-        if not cls.instances:
+        gone = cls.release(keys)
+        for key in keys:
+            triage.record("remove", cls.id, key)
+        healed = Healed(class_id=cls.id, count=gone, samples=sorted(keys)[:NAMED])
+        if cls.count == 0:
             cls.state, healed.closed = "healed", True
             answer = Ruling(verdict="healed", reason=HEALED_REASON, by="steward", at=now)
             for decision in triage.decisions:

@@ -44,3 +44,9 @@ def smoke_dir_of(workspace: str) -> str:
 def scans_dir_of(workspace: str) -> str:
     """The scoring-integrity scans' results."""
     return f"{state_dir_of(workspace)}/scans"
+
+
+def triage_ledger_of(workspace: str, run_key: str) -> str:
+    """Every instance of the run's sample error classes (workflows/policy/triage_ledger.py),
+    one file per run (`run_key`: its first execution's run id, kept across continue-as-new)."""
+    return f"{state_dir_of(workspace)}/triage/{run_key}.jsonl"

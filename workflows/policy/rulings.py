@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from steward.workflows.policy import triage_ledger
 from steward.workflows.policy.decisions import (
     EDITS,
     LOG_VERDICTS,
@@ -94,6 +95,7 @@ def apply_rule(
         )
     cls.ruling = ruling
     cls.state = state_after(cls.kind, request.verdict)
+    cls.waiting_tasks, cls.edited_logs = None, {}  # a new ruling is carried out afresh
     for other in triage.decisions:  # one answer closes the class's other open items
         if other.class_id == cls.id and other.open:
             other.answer = ruling
@@ -121,8 +123,8 @@ def pending_actions(triage: Triage, settled_logs: dict[str, str]) -> list[Action
     actions = []
     for cls in triage.classes:
         ruling = cls.ruling
-        if ruling is None or not needs_effect(cls.kind, ruling.verdict):
-            continue
+        if ruling is None or not needs_effect(cls.kind, ruling.verdict) or cls.in_ledger:
+            continue  # a ledger class's ruling is an order (triage_ledger.ledger_orders)
         # A resolved exclusion or zero is looked at again: its task may have a newer log now.
         if cls.state != "ruled" and not (cls.state == "resolved" and ruling.verdict in EDITS):
             continue
@@ -155,7 +157,6 @@ def pending_actions(triage: Triage, settled_logs: dict[str, str]) -> list[Action
 def mark_applied(triage: Triage, done: list[Action], skipped: list[Action] | None = None) -> None:
     """Record done effects (in place); a class whose instances are all done is resolved.
     `skipped` effects count as done for their class, but nothing was re-run."""
-    rerun = {a.instance for a in done if a.verdict == "rerun"}
     for action in [*done, *(skipped or [])]:
         cls = triage.find_class(action.class_id)
         if cls is None:
@@ -163,10 +164,8 @@ def mark_applied(triage: Triage, done: list[Action], skipped: list[Action] | Non
         for instance in cls.instances:
             if instance.key == action.instance:
                 instance.applied, instance.applied_log = action.verdict, action.anomaly.log
-        if action.instance in rerun:
-            triage.reruns[action.anomaly.sample_ref] = cls.id
     for cls in triage.classes:
-        if cls.state == "ruled" and cls.ruling is not None:
+        if cls.state == "ruled" and cls.ruling is not None and not cls.in_ledger:
             if all(i.applied == cls.ruling.verdict for i in cls.instances):
                 cls.state = "resolved"
 
@@ -209,6 +208,7 @@ def signoff_blockers(
         blockers.append(f"decisions open: {', '.join(open_items)}")
     unapplied = {c.id for c in triage.classes if c.state == "ruled"}
     unapplied |= {a.class_id for a in pending_actions(triage, settled_logs or {})}
+    unapplied |= triage_ledger.unapplied(triage, settled_logs or {})
     if unapplied:
         blockers.append(
             f"rulings not yet applied: {', '.join(sorted(unapplied))}"

@@ -27,6 +27,7 @@ from datetime import datetime
 from steward.workflows.activity_io import WatchEnd, WatchRequest, WorkerEnd
 from steward.workflows.contracts import RunState, RunStatus, WatchLimits, WorkerProcess, WorkerPulse
 from steward.workflows.options import format_duration
+from steward.workflows.policy import triage_ledger
 from steward.workflows.policy.decisions import LOG_VERDICTS
 from steward.workflows.policy.provider_budget import AT_CEILING
 
@@ -185,7 +186,9 @@ def rulings_waiting(state: RunState) -> list[str]:
         ruling = cls.ruling
         if cls.state != "ruled" or ruling is None or ruling.verdict not in LOG_VERDICTS:
             continue
-        waiting |= {i.anomaly.task for i in cls.instances if i.applied != ruling.verdict}
+        if not cls.in_ledger:
+            waiting |= {i.anomaly.task for i in cls.instances if i.applied != ruling.verdict}
+    waiting |= triage_ledger.waiting_tasks(state.triage)
     return waiting_workers(state, waiting)
 
 

@@ -38,6 +38,10 @@ with workflow.unsafe.imports_passed_through():
     )
     from steward.workflows.views import web_ui
 
+# Journal events a run keeps while its workspace cannot be written (its state stays bounded;
+# the oldest beyond these are counted, and the count journalled once it can be written).
+JOURNAL_KEPT = 1_000
+
 # Until it succeeds: the run waits for its host rather than failing.
 UNTIL_DONE = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
@@ -141,10 +145,14 @@ class RunContext:
             raise
 
     def journal(self, event: str, **data: Any) -> None:
-        self.state.journal_seq += 1
-        self.state.pending_journal.append(
-            JournalEvent(seq=self.state.journal_seq, at=workflow.now(), event=event, data=data)
+        state = self.state
+        state.journal_seq += 1
+        state.pending_journal.append(
+            JournalEvent(seq=state.journal_seq, at=workflow.now(), event=event, data=data)
         )
+        if len(state.pending_journal) > JOURNAL_KEPT:  # the workspace has not been writable
+            state.journal_dropped += len(state.pending_journal) - JOURNAL_KEPT
+            del state.pending_journal[:-JOURNAL_KEPT]
 
     def status(self) -> RunStatus:
         info = workflow.info()
@@ -177,7 +185,11 @@ class RunContext:
         state.pending_journal = [e for e in state.pending_journal if e.seq not in written]
         if state.workspace_problem is not None:
             state.workspace_problem = None
-            self.journal("workspace writable again")
+            dropped, state.journal_dropped = state.journal_dropped, 0
+            self.journal(
+                "workspace writable again",
+                **({"events_not_written": dropped} if dropped else {}),
+            )
             await self.write_workspace()  # that event, and status.md without the reason
 
     async def _unwritable(self, cause: str) -> None:

@@ -7,6 +7,7 @@ from datetime import datetime
 from steward.workflows.contracts import TERMINAL_PHASES, RunState
 from steward.workflows.policy.rulings import pending_actions
 from steward.workflows.policy.run_policy import settled_logs, unscanned_logs
+from steward.workflows.policy.triage_ledger import ledger_orders
 
 
 def visible_state(state: RunState) -> str:
@@ -38,6 +39,7 @@ def waits_for_commands(state: RunState) -> bool:
         and not state.outbox
         and not unscanned_logs(state)
         and not pending_actions(state.triage, settled_logs(state))
+        and not ledger_orders(state.triage, settled_logs(state))
         and not any(d.open and d.owner == "agent" and not d.routed for d in state.triage.decisions)
     )
 

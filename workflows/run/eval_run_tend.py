@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.payload_limits import PAYLOAD_TOO_LARGE
     from steward.workflows.policy import healing, lapsed, notices
     from steward.workflows.policy import run_policy as policy
+    from steward.workflows.policy.layout import triage_ledger_of
     from steward.workflows.policy.provider_budget import ConnectionShare
     from steward.workflows.run import eval_run_budget, eval_run_hosts, eval_run_scan
     from steward.workflows.run import eval_run_versions as versions
@@ -125,10 +126,11 @@ async def _observe(ctx: RunContext) -> Observation:
             tasks=[t.spec for t in state.tasks],
             workers=home,
             stuck_after=ctx.settings.stuck_after,
-            # Errored samples a resumed task may have completed; stuck ones that may be done.
-            suspects=sorted(
-                {*healing.suspect_refs(state.triage), *lapsed.watched_samples(state.triage)}
-            ),
+            # Stuck samples that may be done; the error classes a resumed task may have healed.
+            suspects=sorted(lapsed.watched_samples(state.triage)),
+            suspect_classes=healing.suspect_classes(state.triage),
+            ledger=triage_ledger_of(ctx.workspace, workflow.info().first_execution_run_id),
+            ledger_ops=state.triage.ledger_ops,
         ),
     )
     request.workspace, request.workflow_id = ctx.workspace, workflow.info().workflow_id

@@ -13,10 +13,11 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.activity_io import ApplyRequest, ApplyResult
     from steward.workflows.contracts import CancelRequest, Observation, TendSummary
     from steward.workflows.names import Activity
-    from steward.workflows.policy import cost, decisions, healing, rulings
+    from steward.workflows.policy import cost, decisions, healing, rulings, triage_ledger
     from steward.workflows.policy import run_policy as policy
     from steward.workflows.policy.decisions import Anomaly
     from steward.workflows.policy.exit_causes import stalled_detail
+    from steward.workflows.policy.layout import triage_ledger_of
     from steward.workflows.policy.rulings import RuleRequest, RuleResult
     from steward.workflows.run import eval_run_scan
     from steward.workflows.run.eval_run_context import RunContext
@@ -44,15 +45,21 @@ async def triage(
     if observation.anomaly_problem:
         summary.problem = f"finding anomalies failed: {observation.anomaly_problem}"
         ctx.journal("tend failed", problem=summary.problem)
-    for healed in healing.heal(state.triage, observation.healthy, now=workflow.now()):
+    else:
+        triage_ledger.written(state.triage, observation.ledger_through)
+    if observation.more_anomalies:
+        ctx.wake = True  # the rest of what was found comes with the next tend, at once
+    for healed in healing.heal(state.triage, observation.healed, now=workflow.now()):
         ctx.journal(
             "healed",
             error_class=healed.class_id,
             samples=healed.samples,
+            count=healed.count,
             closed=healed.closed,
             reason="completed cleanly when the task resumed",
         )
     absorb(ctx, anomalies, summary)
+    decisions.forget_settled(state.triage)
     for decision_id in rulings.route_unattended(state.triage, tend):
         ctx.journal("routed to operator", decision=decision_id, reason="no agent collected")
     await apply_rulings(ctx, summary)
@@ -157,35 +164,57 @@ _RUN_STEPS: dict[decisions.RunStep, Callable[[RunContext, Anomaly, RuleRequest],
 
 
 async def apply_rulings(ctx: RunContext, summary: TendSummary) -> None:
-    """Carry out what was ruled on settled logs (rerun, exclude, zero...)."""
+    """Carry out what was ruled on settled logs (rerun, exclude, zero...): on the instances the
+    state holds, and on every instance the triage ledger holds of the ledger classes."""
     state = ctx.state
-    actions = rulings.pending_actions(state.triage, policy.settled_logs(state))
-    if not actions:
+    settled = policy.settled_logs(state)
+    actions = rulings.pending_actions(state.triage, settled)
+    orders = triage_ledger.ledger_orders(state.triage, settled)
+    if not actions and not orders:
         return
+    request = ApplyRequest(
+        workspace=ctx.workspace, actions=actions, workers=list(state.workers.values())
+    )
+    if orders:
+        request.orders, request.settled_logs = orders, settled
+        request.ledger = triage_ledger_of(ctx.workspace, workflow.info().first_execution_run_id)
+        request.ledger_ops = state.triage.ledger_ops
     result: ApplyResult = await ctx.activity(
-        Activity.APPLY_ACTIONS,
-        ApplyRequest(
-            workspace=ctx.workspace, actions=actions, workers=list(state.workers.values())
-        ),
-        result_type=ApplyResult,
-        timeout=timedelta(minutes=5),
+        Activity.APPLY_ACTIONS, request, result_type=ApplyResult, timeout=timedelta(minutes=5)
     )
     rulings.mark_applied(state.triage, result.done, skipped=result.skipped)
-    summary.applied += len(result.done)
-    for (class_id, verdict), count in _per_class(result.done).items():
-        ctx.journal("ruling applied", error_class=class_id, verdict=verdict, instances=count)
-    for (class_id, verdict), count in _per_class(result.skipped).items():
-        ctx.journal(
-            "ruling skipped",
-            error_class=class_id,
-            verdict=verdict,
-            samples=count,
-            reason="healthy in the task's newest log: nothing wrong to act on",
+    if orders:
+        triage_ledger.written(state.triage, result.ledger_through)
+        triage_ledger.take_outcomes(state.triage, result.outcomes)
+    summary.applied += len(result.done) + sum(o.done for o in result.outcomes)
+    done = _per_class(result.done)
+    skipped = _per_class(result.skipped)
+    for outcome in result.outcomes:
+        key = (outcome.class_id, outcome.verdict)
+        done[key], skipped[key] = (
+            done.get(key, 0) + outcome.done,
+            skipped.get(key, 0) + outcome.skipped,
         )
-    for identifier in result.rerun_tasks:
+    for (class_id, verdict), count in done.items():
+        if count:
+            ctx.journal("ruling applied", error_class=class_id, verdict=verdict, instances=count)
+    for (class_id, verdict), count in skipped.items():
+        if count:
+            ctx.journal(
+                "ruling skipped",
+                error_class=class_id,
+                verdict=verdict,
+                samples=count,
+                reason="healthy in the task's newest log: nothing wrong to act on",
+            )
+    for identifier in sorted(
+        {*result.rerun_tasks, *(t for o in result.outcomes for t in o.rerun_tasks)}
+    ):
         task = state.task(identifier)
         task.phase, task.log_status, task.fruitless = "pending", None, 0
         ctx.journal("rerun queued", task=task.spec.name, log=task.log)
+    if any(o.done and any(t in settled for t in o.waiting_tasks) for o in result.outcomes):
+        ctx.wake = True  # more final logs to edit than one call does: go on at once
     if result.problems:
         ctx.journal("ruling not applied", problems=result.problems)
 

@@ -99,7 +99,10 @@ def _cost(task: TaskState, dollars: str | None) -> str:
 def _classes(state: RunState, task: TaskState) -> list[str]:
     lines = []
     for c in state.triage.classes:
-        mine = [i for i in c.instances if i.anomaly.task == task.spec.identifier]
+        if c.in_ledger:
+            mine = c.tasks.get(task.spec.identifier, 0)
+        else:
+            mine = sum(1 for i in c.instances if i.anomaly.task == task.spec.identifier)
         if not mine:
             continue
         if c.ruling:
@@ -109,5 +112,5 @@ def _classes(state: RunState, task: TaskState) -> list[str]:
             verdict = f"proposed {c.proposal.verdict} by {c.proposal.by or 'the agent'}"
         else:
             verdict = "awaiting a ruling"
-        lines.append(f"{c.id} {c.kind}: {c.title} — {len(mine)} instance(s), {c.state}, {verdict}")
+        lines.append(f"{c.id} {c.kind}: {c.title} — {mine} instance(s), {c.state}, {verdict}")
     return lines

@@ -19,7 +19,7 @@ def collect_view(state: RunState, settings: RunSettings, since: int) -> CollectV
                 "title": c.title,
                 "signature": c.signature,
                 "state": c.state,
-                "instances": len(c.instances),
+                "instances": c.count,
                 "proposal": c.proposal.model_dump(mode="json") if c.proposal else None,
                 "ruling": c.ruling.model_dump(mode="json") if c.ruling else None,
             }
@@ -55,4 +55,6 @@ def decision_view(state: RunState, decision: Decision) -> dict[str, Any]:
             }
             for i in instances[-20:]
         ],
+        # a ledger class shows its newest few; the triage ledger in .steward/ holds them all
+        "instances_held": cls.count if cls else 0,
     }

@@ -208,7 +208,7 @@ def _decision_lines(state: RunState) -> list[str]:
         for c in triage.classes:
             ruling = f"{c.ruling.verdict} by {c.ruling.by}" if c.ruling else "—"
             lines.append(
-                f"| {c.id} | {c.kind} | {c.title} | {len(c.instances)} | {c.state} | {ruling} |"
+                f"| {c.id} | {c.kind} | {c.title} | {c.count} | {c.state} | {ruling} |"
             )
     if state.signoff:
         lines += [
