@@ -1,6 +1,6 @@
 """A step that can take minutes (resolving a definition runs the user's code), shown while it
 runs: on a terminal a spinner naming it with the seconds so far, otherwise (a log, an agent's
-pipe) a line as it starts and another every PLAIN_EVERY_S; with --json nothing, the document
+pipe) a line once it has taken QUIET_S and another every PLAIN_EVERY_S; with --json nothing, the document
 alone says how it ended. All of it on stderr: stdout carries the command's result."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from rich.text import Text
 from steward.cli.output import errors
 
 PLAIN_EVERY_S = 30.0
+QUIET_S = 5.0
 
 
 class _Elapsed:
@@ -38,10 +39,14 @@ def timed_step(step: str, as_json: bool, every: float = PLAIN_EVERY_S) -> Iterat
         with errors.status(_Elapsed(step, started)):
             yield
         return
-    errors.print(f"{step} ...", highlight=False, soft_wrap=True)
     stop = threading.Event()
 
     def tick() -> None:
+        # A step done within QUIET_S says nothing off a terminal (a script's pipe stays clean);
+        # a longer one says what it waits for, then again every `every` seconds.
+        if stop.wait(QUIET_S):
+            return
+        errors.print(f"{step} ...", highlight=False, soft_wrap=True)
         while not stop.wait(every):
             seconds = time.monotonic() - started
             errors.print(f"{step}: still going, {seconds:.0f} s", highlight=False, soft_wrap=True)

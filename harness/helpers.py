@@ -26,6 +26,54 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def session_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a Steward of its own for tests and benchmarks: this process's, less
+    any STEWARD_* or Inspect selection, with a private data dir and free ports."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("STEWARD_", "INSPECT_EVAL_SET"))
+    }
+    env.update(
+        STEWARD_DATA_DIR=str(data_dir),
+        STEWARD_TEMPORAL_PORT=str(free_port()),
+        STEWARD_TEMPORAL_UI_PORT=str(free_port()),
+        PYTHONUNBUFFERED="1",
+        # Launch smokes by default; tests that are about the smoke turn it back on.
+        STEWARD_SMOKE="false",
+        **extra,
+    )
+    return env
+
+
+def reap_leftovers(data_dir: Path | str) -> None:
+    """Kill any process left behind that still uses `data_dir` (a Steward's task workers after
+    a failed test), never this one."""
+    me = os.getpid()
+    for process in psutil.process_iter(["pid", "environ"]):
+        try:
+            if process.pid != me and (process.info["environ"] or {}).get("STEWARD_DATA_DIR") == str(
+                data_dir
+            ):
+                os.kill(process.pid, 9)
+        except (psutil.Error, OSError):
+            pass
+
+
+def private_steward(steward: Steward, tmp_path: Path, **env: str) -> Steward:
+    """A Steward beside the session's, with its own data dir and ports (so nothing it starts or
+    stops touches the session's services)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    return Steward(
+        {
+            **steward.env,
+            "STEWARD_DATA_DIR": str(data),
+            "STEWARD_TEMPORAL_PORT": str(free_port()),
+            "STEWARD_TEMPORAL_UI_PORT": str(free_port()),
+            **env,
+        }
+    )
+
+
 @dataclass
 class Result:
     code: int

@@ -78,3 +78,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
     root = node.config.rootpath
     _fail_empty(node.config, [root / nodeid.split("::")[0] for nodeid in ids])
+
+
+@pytest.fixture
+def fast_watch(monkeypatch):
+    """A watch that looks often, so each watch test takes about as long as the limit it checks."""
+    from steward.activities.processes import watch
+    from steward.workflows.policy import worker_watch
+
+    monkeypatch.setattr(watch, "ALIVE_EVERY_S", 0.05)
+    monkeypatch.setattr(watch, "LOOK_EVERY_S", 0.2)
+    monkeypatch.setattr(worker_watch, "COMPLETE_GRACE_S", 0.5)
+
+
+@pytest.fixture(scope="module")
+def identifier(eval_log) -> str:
+    """The task identifier of the real successful log `eval_log`."""
+    from steward.activities.logs.log_listing import log_info
+
+    info = log_info(eval_log)
+    assert info is not None and info.status == "success"
+    return info.identifier

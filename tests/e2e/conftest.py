@@ -5,32 +5,21 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
-import psutil
 import pytest
 
-from harness.helpers import Steward, free_port
+from harness.helpers import Steward, reap_leftovers, session_env
 
 
 def _session_env(data_dir: Path) -> dict[str, str]:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("STEWARD_", "INSPECT_EVAL_SET"))
-    }
-    env.update(
-        STEWARD_DATA_DIR=str(data_dir),
-        STEWARD_TEMPORAL_PORT=str(free_port()),
-        STEWARD_TEMPORAL_UI_PORT=str(free_port()),
-        PYTHONUNBUFFERED="1",
-        # Launch smokes by default; tests that are about the smoke turn it back on.
-        STEWARD_SMOKE="false",
-        # Suggest continue-as-new early so every longer test run exercises it.
+    # Suggest continue-as-new early so every longer test run exercises it.
+    return session_env(
+        data_dir,
         STEWARD_TEMPORAL_DEV_ARGS="--dynamic-config-value limit.historyCount.suggestContinueAsNew=150",
     )
-    return env
 
 
 @pytest.fixture(scope="session")
@@ -42,22 +31,9 @@ def steward() -> Steward:
     yield runner
     runner("worker", "stop")
     runner("server", "stop")
-    _reap_leftovers(data_dir)
+    reap_leftovers(data_dir)
     if not os.environ.get("STEWARD_KEEP_TEST_DATA"):  # keep the worker's log to debug a failure
         shutil.rmtree(data_dir, ignore_errors=True)
-
-
-def _reap_leftovers(data_dir: Path) -> None:
-    """Kill any process this session left behind that still uses its data dir or workspaces."""
-    me = os.getpid()
-    for process in psutil.process_iter(["pid", "environ"]):
-        try:
-            if process.pid != me and (process.info["environ"] or {}).get("STEWARD_DATA_DIR") == str(
-                data_dir
-            ):
-                os.kill(process.pid, signal.SIGKILL)
-        except (psutil.Error, OSError):
-            pass
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

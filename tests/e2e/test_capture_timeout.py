@@ -70,7 +70,7 @@ def test_a_definition_that_hangs_is_stopped_at_capture_timeout(steward, workspac
     before = _files(workspace)
 
     tasks = steward("tasks", cwd=workspace, timeout=120)
-    assert "resolving evalset.py (capture)" in tasks.stderr  # the step, as it starts
+    assert "resolving evalset.py (capture)" in tasks.stderr  # the step, once it takes a while
     _timed_out(tasks, workspace)
 
     as_json = steward("tasks", "--json", cwd=workspace, timeout=120)

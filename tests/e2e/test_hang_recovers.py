@@ -42,9 +42,10 @@ def careful():
             await asyncio.sleep(3)  # the control socket and the log show life first
             while WORKER and (HERE / "block-loop").exists():
                 time.sleep(0.2)  # blocking on purpose: no event loop turns meanwhile
-            # Recovered, it lives on (answering) a while: its watch sees it answer again
-            # before it finishes and exits (which would close the decision as gone).
-            await asyncio.sleep(8)
+            # Recovered, it lives on (answering) while "linger" exists: its watch sees it
+            # answer again before it finishes and exits (which would close it as gone).
+            while WORKER and (HERE / "linger").exists():
+                await asyncio.sleep(0.2)
         return await generate(state)
 
     return solve
@@ -74,7 +75,7 @@ def _hung_workspace(steward, root: Path) -> Path:
         definition_text=DEFINITION,
         tend_interval="1h",  # the watches wake the run: no timer tend, no `steward tend`
         options="unresponsive_after: 4s\n",
-        holds=["block-loop"],
+        holds=["block-loop", "linger"],
     )
 
 
@@ -128,6 +129,7 @@ def test_a_hung_worker_that_recovers_closes_its_decision_and_the_run_signs_off(
 
     late = steward("rule", decision["id"], "wait", "--by", "operator", cwd=workspace)
     assert late.code == 2 and "closed by steward" in late.stderr
+    (workspace / "linger").unlink()  # now it may finish
 
     status = steward.wait_phase(workspace, {"finished"})
     assert status["state"]["tasks"][0]["attempts"] == 1  # the same worker finished
@@ -155,6 +157,7 @@ def test_a_killed_hung_worker_closes_its_decision_and_the_next_hang_names_the_ne
     assert hung["worker_id"] not in question and str(hung["pid"]) not in question
 
     (workspace / "block-loop").unlink()
+    (workspace / "linger").unlink()
     _wait_closed(workspace, second["id"])
     status = steward.wait_phase(workspace, {"finished"})
     assert not pid_alive(hung["pid"])

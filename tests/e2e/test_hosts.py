@@ -23,6 +23,7 @@ from harness.helpers import (
     make_workspace,
     pid_alive,
     read_journal,
+    reap_leftovers,
     wait_for,
 )
 from harness.receiver import Receiver
@@ -41,12 +42,7 @@ def second_host(steward: Steward):
     host.ok("worker", "start")
     yield host
     host("worker", "stop")
-    for process in psutil.process_iter(["pid", "environ"]):  # what it left running
-        try:
-            if (process.info["environ"] or {}).get("STEWARD_DATA_DIR") == str(data_dir):
-                os.kill(process.pid, signal.SIGKILL)
-        except (psutil.Error, OSError):
-            pass
+    reap_leftovers(data_dir)  # what it left running
     shutil.rmtree(data_dir, ignore_errors=True)
 
 

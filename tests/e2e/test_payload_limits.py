@@ -10,18 +10,22 @@ may take) makes the run's re-read of its options too large, as a 2 MB one would.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
 import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from harness.helpers import Steward, free_port, make_workspace, read_journal, wait_for
+from harness.helpers import (
+    Steward,
+    make_workspace,
+    read_journal,
+    reap_leftovers,
+    session_env,
+    wait_for,
+)
 from harness.receiver import Receiver
 
 GUARD_LIMIT = 100 * 1024
@@ -31,27 +35,13 @@ GUARD_LIMIT = 100 * 1024
 def steward() -> Steward:
     """This module's own Temporal server and Steward worker (see the module's docstring)."""
     data_dir = Path(tempfile.mkdtemp(prefix="steward-test-payload-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEWARD_", "INSPECT_EVAL"))}
-    env.update(
-        STEWARD_DATA_DIR=str(data_dir),
-        STEWARD_TEMPORAL_PORT=str(free_port()),
-        STEWARD_TEMPORAL_UI_PORT=str(free_port()),
-        PYTHONUNBUFFERED="1",
-        STEWARD_SMOKE="false",
-        STEWARD_ACTIVITY_RESULT_LIMIT=str(GUARD_LIMIT),
-    )
-    runner = Steward(env)
+    runner = Steward(session_env(data_dir, STEWARD_ACTIVITY_RESULT_LIMIT=str(GUARD_LIMIT)))
     runner.ok("server", "start")
     runner.ok("worker", "start")
     yield runner
     runner("worker", "stop")
     runner("server", "stop")
-    for process in psutil.process_iter(["pid", "environ"]):  # task workers left by a failure
-        try:
-            if (process.info["environ"] or {}).get("STEWARD_DATA_DIR") == str(data_dir):
-                os.kill(process.pid, signal.SIGKILL)
-        except (psutil.Error, OSError):
-            pass
+    reap_leftovers(data_dir)  # task workers left by a failure
     shutil.rmtree(data_dir, ignore_errors=True)
 
 
@@ -123,7 +113,9 @@ def test_policies_grown_past_the_limit_are_refused_and_the_run_keeps_tending(
             what="status.md to say so",
         )
         wait_for(
-            lambda: "A tend could not run: options unreadable: Option 'policies'" in receiver.text(),
+            lambda: (
+                "A tend could not run: options unreadable: Option 'policies'" in receiver.text()
+            ),
             timeout=60,
             what="the operator told",
         )
@@ -138,9 +130,7 @@ def test_policies_grown_past_the_limit_are_refused_and_the_run_keeps_tending(
         steward.ok("cancel", cwd=workspace)
 
 
-def test_a_launch_carrying_a_10_mb_option_is_refused_and_creates_nothing(
-    steward, workspace_root
-):
+def test_a_launch_carrying_a_10_mb_option_is_refused_and_creates_nothing(steward, workspace_root):
     workspace = make_workspace(steward, workspace_root, {"small": 2})
     options_file = (workspace / "_steward.yaml").resolve()
     options_file.write_text(options_file.read_text() + _policies(10 * 1024 * 1024))

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 
-from harness.helpers import Steward, free_port, make_workspace, pid_alive, wait_for
-
-
-def _private(steward: Steward, tmp_path: Path, **env: str) -> Steward:
-    """A Steward with its own data dir and ports (so nothing touches the session's services)."""
-    data = tmp_path / "data"
-    data.mkdir()
-    return Steward(
-        {
-            **steward.env,
-            "STEWARD_DATA_DIR": str(data),
-            "STEWARD_TEMPORAL_PORT": str(free_port()),
-            "STEWARD_TEMPORAL_UI_PORT": str(free_port()),
-            **env,
-        }
-    )
+from harness.helpers import (
+    free_port,
+    make_workspace,
+    pid_alive,
+    private_steward,
+    wait_for,
+)
 
 
 def _one_sentence(result, code: int, *needles: str) -> None:
@@ -38,7 +28,7 @@ def test_status_of_running_services(steward):
 
 
 def test_port_already_taken(steward, tmp_path):
-    private = _private(steward, tmp_path)
+    private = private_steward(steward, tmp_path)
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", int(private.env["STEWARD_TEMPORAL_PORT"])))
         squatter.listen()
@@ -47,7 +37,7 @@ def test_port_already_taken(steward, tmp_path):
 
 
 def test_binary_missing(steward, tmp_path):
-    private = _private(steward, tmp_path, STEWARD_TEMPORAL_BIN=str(tmp_path / "no-temporal"))
+    private = private_steward(steward, tmp_path, STEWARD_TEMPORAL_BIN=str(tmp_path / "no-temporal"))
     _one_sentence(private("server", "start"), 1, "no-temporal", "not an executable file")
 
 
@@ -55,7 +45,7 @@ def test_server_that_does_not_come_up_within_the_bound(steward, tmp_path):
     fake = tmp_path / "temporal"
     fake.write_text("#!/bin/sh\nexec sleep 60\n")
     fake.chmod(0o755)
-    private = _private(
+    private = private_steward(
         steward, tmp_path, STEWARD_TEMPORAL_BIN=str(fake), STEWARD_SERVER_START_TIMEOUT="2"
     )
     _one_sentence(private("server", "start"), 1, "did not come up within 2 s", "temporal.log")
@@ -63,7 +53,7 @@ def test_server_that_does_not_come_up_within_the_bound(steward, tmp_path):
 
 
 def test_commands_start_the_embedded_services_when_needed(steward, tmp_path):
-    private = _private(steward, tmp_path)
+    private = private_steward(steward, tmp_path)
     workspace = make_workspace(private, tmp_path, {"solo": 3})
     launched = private("launch", cwd=workspace)
     assert launched.code == 0, launched.stderr
@@ -93,7 +83,7 @@ def test_commands_start_the_embedded_services_when_needed(steward, tmp_path):
 
 
 def test_stop_stops_the_worker_then_the_server(steward, tmp_path):
-    private = _private(steward, tmp_path)
+    private = private_steward(steward, tmp_path)
     private.ok("server", "start")
     private.ok("worker", "start")
     server, worker = private.service_pid("temporal"), private.service_pid("worker")
@@ -105,7 +95,7 @@ def test_stop_stops_the_worker_then_the_server(steward, tmp_path):
 
 def test_a_configured_cluster_is_used_and_nothing_is_started(steward, tmp_path):
     address = f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}"
-    private = _private(steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=address)
+    private = private_steward(steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=address)
     assert isinstance(private.ok("runs")["runs"], list)
     assert not (private.data_dir() / "temporal.pid").exists()
     assert not (private.data_dir() / "worker.pid").exists()
@@ -113,7 +103,9 @@ def test_a_configured_cluster_is_used_and_nothing_is_started(steward, tmp_path):
 
 
 def test_unreachable_cluster(steward, tmp_path):
-    private = _private(steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
+    private = private_steward(
+        steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}"
+    )
     _one_sentence(private("runs"), 1, "Cannot reach Temporal", "STEWARD_TEMPORAL_ADDRESS")
 
 
@@ -124,7 +116,7 @@ def test_a_cluster_that_never_answers_says_it_timed_out(steward, tmp_path):
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
         address = f"127.0.0.1:{silent.getsockname()[1]}"
-        private = _private(steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=address)
+        private = private_steward(steward, tmp_path, STEWARD_TEMPORAL_ADDRESS=address)
         result = private("runs", timeout=120)
     _one_sentence(
         result,
@@ -136,7 +128,7 @@ def test_a_cluster_that_never_answers_says_it_timed_out(steward, tmp_path):
 
 
 def test_missing_tls_certificate_is_named(steward, tmp_path):
-    private = _private(
+    private = private_steward(
         steward,
         tmp_path,
         STEWARD_TEMPORAL_ADDRESS="127.0.0.1:7233",
@@ -153,7 +145,7 @@ def test_what_the_service_units_run_is_what_commands_find_and_stop(steward, tmp_
     import subprocess
     import sys
 
-    private = _private(steward, tmp_path)
+    private = private_steward(steward, tmp_path)
     env = {**private.env}
     log = open(tmp_path / "service.log", "ab")
     started: list[subprocess.Popen] = []
@@ -168,7 +160,10 @@ def test_what_the_service_units_run_is_what_commands_find_and_stop(steward, tmp_
         wait_for(lambda: private("server", "status").code == 0, timeout=60, what="the server")
         assert private.service_pid("temporal") == server.pid  # exec'd in place: the same process
         worker = subprocess.Popen(
-            [sys.executable, "-m", "steward.worker.service_main", "worker"], env=env, stdout=log, stderr=log
+            [sys.executable, "-m", "steward.worker.service_main", "worker"],
+            env=env,
+            stdout=log,
+            stderr=log,
         )
         started.append(worker)
         wait_for(

@@ -9,26 +9,17 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
 
-from harness.helpers import Steward, free_port, make_workspace, pid_alive, wait_for
+from harness.helpers import (
+    Steward,
+    make_workspace,
+    pid_alive,
+    private_steward,
+    wait_for,
+)
 from harness.receiver import Receiver
 
 TITLE = "Steward: supervision"
-
-
-def _private(steward: Steward, tmp_path: Path) -> Steward:
-    data = tmp_path / "data"
-    data.mkdir()
-    return Steward(
-        {
-            **steward.env,
-            "STEWARD_DATA_DIR": str(data),
-            "STEWARD_TEMPORAL_PORT": str(free_port()),
-            "STEWARD_TEMPORAL_UI_PORT": str(free_port()),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),  # no service units of this user's
-        }
-    )
 
 
 def _watch(private: Steward, code: int) -> dict:
@@ -38,7 +29,8 @@ def _watch(private: Steward, code: int) -> dict:
 
 
 def test_watchdog_tells_once_when_supervision_goes_and_once_when_it_is_back(steward, tmp_path):
-    private = _private(steward, tmp_path)
+    # no service units of this user's
+    private = private_steward(steward, tmp_path, XDG_CONFIG_HOME=str(tmp_path / "config"))
     with Receiver() as receiver:
 
         def notices() -> list[dict]:

@@ -19,12 +19,10 @@ import psutil
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from steward.activities.logs.log_listing import log_info
-from steward.activities.processes import control_socket, processes, watch
+from steward.activities.processes import control_socket, processes
 from steward.activities.processes.watch import watch_worker
 from steward.workflows.activity_io import WatchRequest, WorkerEnd
 from steward.workflows.contracts import Progress, WatchLimits, WorkerProcess, WorkerPulse
-from steward.workflows.policy import worker_watch
 
 SLEEPS = "import time; time.sleep({seconds})"
 EXITS = "import sys, time; time.sleep({seconds}); sys.exit({code})"
@@ -57,19 +55,7 @@ ANSWERS = textwrap.dedent(
 QUIET = WatchLimits()  # the defaults: nothing is hung or lingering within a test
 
 
-@pytest.fixture(autouse=True)
-def fast(monkeypatch):
-    """Look often, so each test takes about as long as the limit it checks."""
-    monkeypatch.setattr(watch, "ALIVE_EVERY_S", 0.05)
-    monkeypatch.setattr(watch, "LOOK_EVERY_S", 0.2)
-    monkeypatch.setattr(worker_watch, "COMPLETE_GRACE_S", 0.5)
-
-
-@pytest.fixture(scope="module")
-def identifier(eval_log) -> str:
-    info = log_info(eval_log)
-    assert info is not None and info.status == "success"
-    return info.identifier
+pytestmark = pytest.mark.usefixtures("fast_watch")  # tests/conftest.py
 
 
 class Workers:

@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 
 from harness.tmpfs import fill, tmpfs
-from steward.activities.logs.log_listing import log_info
 from steward.activities.logs.log_store import move
-from steward.activities.processes import processes, watch, worker_exit
+from steward.activities.processes import processes, worker_exit
 from steward.activities.processes.processes import stop_workers_sync
 from steward.activities.processes.worker_exit import exit_report, logical_lines, said_cause
 from steward.workflows.activity_io import StopRequest
-from steward.workflows.policy import worker_watch
 from tests.unit.test_watch_activity import Workers, copy_log, run
 
 # A worker's own log as Inspect (through Rich, 80 columns) wrote it when its log dir filled up:
@@ -50,18 +48,7 @@ EXITS_0_SAYING = "import sys; open(sys.argv[1], 'w').write(sys.argv[2]); sys.exi
 SLEEPS = "import time; time.sleep(60)"
 
 
-@pytest.fixture(autouse=True)
-def fast(monkeypatch):
-    monkeypatch.setattr(watch, "ALIVE_EVERY_S", 0.05)
-    monkeypatch.setattr(watch, "LOOK_EVERY_S", 0.2)
-    monkeypatch.setattr(worker_watch, "COMPLETE_GRACE_S", 0.5)
-
-
-@pytest.fixture(scope="module")
-def identifier(eval_log) -> str:
-    info = log_info(eval_log)
-    assert info is not None and info.status == "success"
-    return info.identifier
+pytestmark = pytest.mark.usefixtures("fast_watch")  # tests/conftest.py
 
 
 @pytest.fixture
