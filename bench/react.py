@@ -181,9 +181,9 @@ def worker_hours(
 
 # ------------------------------------------------------------------ 3. status age
 def status_ages(steward: Steward, workspace: Path) -> tuple[list[float], bool]:
-    """One `steward status --json`: each running task's progress age (read_at - progress_at),
+    """One `steward status --json --full`: each running task's progress age (read_at - progress_at),
     and whether every running task's progress comes from its watch's heartbeat."""
-    status = steward.ok("status", cwd=workspace)
+    status = steward.ok("status", "--full", cwd=workspace)
     read_at = at(status["read_at"])
     running = [t["spec"]["identifier"] for t in status["state"]["tasks"] if t["phase"] == "running"]
     live = {i for pulse in status.get("live", []) for i in pulse.get("progress", {})}

@@ -41,7 +41,7 @@ from steward.workflows.contracts import (
 )
 from steward.workflows.options import format_duration, parse_duration
 from steward.workflows.run.eval_run import EvalRun
-from steward.workflows.run.eval_run_state import unsupervised
+from steward.workflows.views.agent_status import agent_status
 
 
 @command
@@ -49,10 +49,19 @@ def status(
     wait: Annotated[
         bool, typer.Option("--wait", help="Wait until the run has finished, stalled or ended.")
     ] = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="With --json, also the run's whole internal state (`state`, unversioned).",
+        ),
+    ] = False,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Where the run stands: state, per-task progress, last and next tend."""
+    """Where the run stands: state, per-task progress, signoff blockers, last and next tend.
+
+    --json prints the versioned shape `steward.status/1` (README: "Status for agents")."""
     ctx = ready_context(workspace, quiet=as_json)
 
     async def ask() -> RunStatus:
@@ -62,12 +71,10 @@ def status(
         return await query_status(handle, ctx)
 
     result = asyncio.run(ask())
-    warning = unsupervised(result.state, result.tend_interval, datetime.now(UTC))
-    emit(
-        as_json,
-        {"ok": True, **result.model_dump(mode="json"), "unsupervised": warning},
-        lambda: render.print_status(result),
-    )
+    view = agent_status(result, datetime.now(UTC))
+    # --full: the internal state beside the view (the view's keys win where both have one).
+    internal = result.model_dump(mode="json") if full else {}
+    emit(as_json, {"ok": True, **internal, **view}, lambda: render.print_status(result))
 
 
 @command

@@ -11,12 +11,13 @@ import typer
 
 from steward.cli import render
 from steward.cli.context import load_context, ready_context
-from steward.cli.output import bad_input, command, console, emit
+from steward.cli.output import FAILED, bad_input, command, console, emit, finish
 from steward.cli.params import AgentOpt, ByOpt, JsonOpt, ReasonOpt, WorkspaceOpt, role, who
-from steward.cli.run_calls import query_status, run_handle, update_run
+from steward.cli.run_calls import current_status, query_status, run_handle, update_run
 from steward.workflows.contracts import TERMINAL_PHASES, CollectView, CommandNote, SignoffRequest
 from steward.workflows.policy.rulings import RuleRequest
 from steward.workflows.run.eval_run import EvalRun
+from steward.workflows.views.agent_status import blockers_of
 
 
 @command
@@ -107,16 +108,33 @@ def collect(
 
 @command
 def signoff(
-    by: Annotated[str, typer.Option("--by", help="Who signs the run off.")],
+    by: Annotated[str, typer.Option("--by", help="Who signs the run off.")] = "",
     publish: Annotated[
         bool, typer.Option("--publish", help="Also copy the final logs into the log store.")
+    ] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Change nothing: list every blocker, who owns it and the command that clears "
+            "it (agents may); exit 0 when nothing blocks, 1 otherwise.",
+        ),
     ] = False,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Sign the run off: refused, listing every blocker, until it is clean."""
+    """Sign the run off: refused, listing every blocker, until it is clean.
+
+    --check only lists the blockers (anyone may, agents included)."""
+    if check:
+        signoff_check(workspace, as_json)
+        return
     if not by.strip():
-        raise bad_input("signoff needs --by NAME (who signs the run off).")
+        # Typer's own words for a missing option, and the way to only look.
+        raise bad_input(
+            "Missing option '--by': signoff needs --by NAME (who signs the run off); "
+            "`steward signoff --check` lists what still blocks it."
+        )
     ctx = load_context(workspace)
     if publish and not ctx.options.log_store:
         raise bad_input(
@@ -134,3 +152,22 @@ def signoff(
             highlight=False,
         ),
     )
+
+
+def signoff_check(workspace: WorkspaceOpt, as_json: bool) -> None:
+    """`steward signoff --check`: the run's signoff blockers (one status query; the same list
+    as `status --json`'s signoff_blockers and the signoff's refusal), nothing changed. Exit 0
+    when nothing blocks, 1 when something does."""
+    ctx = ready_context(workspace, quiet=as_json)
+    status = asyncio.run(current_status(ctx))
+    blockers = [b.model_dump(mode="json") for b in blockers_of(status)]
+    document = {
+        "ok": not blockers,
+        "schema": "steward.signoff_check/1",
+        "ready": not blockers,
+        "phase": status.state.phase,
+        "blockers": blockers,
+    }
+    emit(as_json, document, lambda: render.print_signoff_check(document))
+    if blockers:
+        finish(FAILED)

@@ -88,4 +88,9 @@ def runbook(as_json: JsonOpt = False) -> None:
     from importlib.resources import files
 
     text = files("steward.cli").joinpath("runbook.md").read_text()
-    emit(as_json, {"ok": True, "runbook": text}, lambda: console.print(text, markup=False))
+    # Soft-wrapped: each paragraph is one line, and the reader's terminal wraps it.
+    emit(
+        as_json,
+        {"ok": True, "runbook": text},
+        lambda: console.print(text, markup=False, highlight=False, soft_wrap=True),
+    )

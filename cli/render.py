@@ -12,6 +12,7 @@ from steward.workflows.contracts import TERMINAL_PHASES, RunStatus, TaskSpec, Te
 from steward.workflows.options import format_duration
 from steward.workflows.policy.worker_watch import rulings_waiting
 from steward.workflows.run.eval_run_state import describe_state, unsupervised
+from steward.workflows.views.agent_status import blockers_of, next_tend
 from steward.workflows.views.status_view import (
     connection_lines,
     cost_line,
@@ -54,15 +55,15 @@ def print_tasks(tasks: list[TaskSpec]) -> None:
 
 
 def _next_tend(status: RunStatus) -> str:
+    """The next tend as `status --json` says it (next_tend), in the status line's words."""
     state = status.state
     if state.phase in TERMINAL_PHASES:
         return ""
-    if not state.timer.armed:
-        return "timer disarmed: tends on `steward tend` and on events"
-    if state.next_tend_at is None:
-        return "next tend on an event (a command, a worker's exit); no timer due"
+    at, said = next_tend(status)
+    if at is None:
+        return f"next tend: {said}"
     interval = state.timer.interval or status.tend_interval
-    return f"next {_when(state.next_tend_at)} (timer every {format_duration(interval)}; sooner on events)"
+    return f"next {_when(at)} (timer every {format_duration(interval)}; sooner on events)"
 
 
 def _progress_age(status: RunStatus) -> str | None:
@@ -187,6 +188,14 @@ def print_status(status: RunStatus) -> None:
         console.print(
             f"signed off by {state.signoff.by} at {_when(state.signoff.at)}", highlight=False
         )
+    elif state.phase == "finished":
+        blocking = blockers_of(status)
+        console.print(
+            f"signoff: [yellow]{len(blocking)} blocker(s)[/] — `steward signoff --check`"
+            if blocking
+            else "signoff: [green]nothing blocks it[/] — `steward signoff --by NAME`",
+            highlight=False,
+        )
     if state.tasks:
         console.print(task_table(status))
         age = _progress_age(status)
@@ -289,7 +298,7 @@ def print_collect(document: dict) -> None:
         for column in ("id", "owner", "question", "verdicts"):
             table.add_column(column, overflow="fold")
         for d in decisions:
-            owner = d["owner"] + (" → operator" if d["routed"] else "")
+            owner = "agent → operator" if d["routed"] else d["owner"]
             table.add_row(d["id"], owner, d["question"], " | ".join(d["verdicts"]))
         console.print(table)
     for event in document["events"][-30:]:
@@ -305,3 +314,25 @@ def print_timer(document: dict) -> None:
     if document["differs"]:
         line += f" (_steward.yaml says tend_interval: {document['configured']})"
     console.print(line, highlight=False)
+
+
+def print_signoff_check(document: dict) -> None:
+    """`steward signoff --check`: each blocker with its owner and the command that clears it."""
+    blockers = document["blockers"]
+    if not blockers:
+        console.print(
+            "Nothing blocks the signoff: the operator signs off with `steward signoff --by NAME`.",
+            highlight=False,
+        )
+        return
+    console.print(
+        f"{len(blockers)} blocker(s) before the signoff (run {document['phase']}):",
+        highlight=False,
+    )
+    table = Table()
+    for column in ("blocker", "owner"):
+        table.add_column(column, overflow="fold")
+    table.add_column("clears it", overflow="fold")
+    for blocker in blockers:
+        table.add_row(escape(blocker["what"]), blocker["owner"], escape(blocker["command"]))
+    console.print(table)

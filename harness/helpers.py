@@ -117,7 +117,9 @@ class Steward:
         return result.json
 
     def status(self, cwd: Path) -> dict:
-        return self.ok("status", cwd=cwd)
+        """`steward status --json --full`: the agent view (steward.status/1) and, beside it,
+        the run's internal state under "state" (what most tests read)."""
+        return self.ok("status", "--full", cwd=cwd)
 
     def wait_phase(
         self, cwd: Path, phases: set[str], timeout: float = 360, tend: bool = False
@@ -132,7 +134,7 @@ class Steward:
 
         if not tend and phases <= SETTLED_PHASES:
             try:
-                result = self("status", "--wait", "--json", cwd=cwd, timeout=timeout)
+                result = self("status", "--wait", "--json", "--full", cwd=cwd, timeout=timeout)
             except subprocess.TimeoutExpired:
                 result = None
             if result is not None and result.code == 0 and result.json["state"]["phase"] in phases:
@@ -154,7 +156,7 @@ class Steward:
             time.sleep(0.5)
 
     def _state_text(self, cwd: Path) -> str:
-        result = self("status", "--json", cwd=cwd)
+        result = self("status", "--json", "--full", cwd=cwd)
         if result.code != 0:
             return result.stdout + result.stderr
         return json.dumps(result.json["state"], indent=1)[:3000]

@@ -154,6 +154,7 @@ class LiveOptions(BaseModel):
     definition_hash: str | None = None  # of the definition file as it is now
     tend_interval: float | None = None  # as _steward.yaml says now
     watch: WatchLimits | None = None
+    route_after: float | None = None  # None: 2 x tend_interval (applied with `rules`)
 
 
 class AnomalyRequest(BaseModel):

@@ -342,6 +342,9 @@ class RunSettings(BaseModel):
     workflows/policy/placement.py)."""
     host_timeout: float = 120.0
     """Seconds a silent host stays its tasks' home before it is lost."""
+    route_after: float | None = None
+    """Seconds an agent's open decision waits for an agent to collect before it goes to the
+    operator (None: 2 x the tend interval)."""
 
 
 class RunInput(BaseModel):
@@ -629,6 +632,13 @@ class RunStatus(BaseModel):
     """Task identifier -> when its progress was read (filled in by the reader)."""
     read_at: datetime | None = None
     """When the reader filled in the live part."""
+    route_after: float | None = None
+    """Seconds an agent's open item waits for an agent to collect before it goes to the
+    operator (None: a run that routes after two tends without a collect)."""
+    scan_waits: bool = False
+    """A scan runs, or is about to, and will read the logs not scanned yet: a signoff waits for
+    it, so they do not block it (the status query says; readers build the signoff blockers from
+    the state with it: workflows/run/eval_run_state.signoff_check)."""
 
 
 class RunEvent(BaseModel):

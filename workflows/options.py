@@ -139,6 +139,12 @@ class StewardOptions(BaseModel):
     tend_interval: Duration = _option(
         "10m", "Supervision", "How often a scheduled tend runs, with a unit."
     )
+    route_after: Duration | None = _option(
+        None,
+        "Supervision",
+        "An agent's open decision goes to the operator when no agent ran `steward collect` "
+        "within this long of it being raised (or of the last collect); null: 2 x tend_interval.",
+    )
     notification: str | list[str] | None = _option(
         None, "Supervision", "Apprise URL(s) or an Apprise config file."
     )
@@ -307,6 +313,14 @@ class StewardOptions(BaseModel):
             raise ValueError("a duration of at least 1s, such as 10m")
         return value
 
+    @field_validator("route_after")
+    @classmethod
+    def _route_floor(cls, value: float | None) -> float | None:
+        # The run's timer does not fire sooner than about a second.
+        if value is not None and value < 1:
+            raise ValueError("a duration of at least 1s, such as 20m (or null: 2 x tend_interval)")
+        return value
+
     @field_validator("capture_timeout")
     @classmethod
     def _capture_floor(cls, value: float) -> float:
@@ -356,6 +370,7 @@ def run_settings(options: StewardOptions) -> RunSettings:
         cost_cap=options.cost_cap,
         hosts=options.hosts,
         host_timeout=options.host_timeout,
+        route_after=options.route_after,
     )
 
 
@@ -371,6 +386,7 @@ def live_options(options: StewardOptions, definition_hash: str | None) -> LiveOp
         definition_hash=definition_hash,
         tend_interval=options.tend_interval,
         watch=watch_limits(options),
+        route_after=options.route_after,
     )
 
 

@@ -214,9 +214,10 @@ def test_heartbeat_undelivered_retried_tend_problem_once_and_routing(steward, wo
             _tend_directly(steward, workflow_id)
         problems = [m for m in receiver.messages if "A tend could not run" in m["message"]]
         assert len(problems) == 1 and "not valid YAML" in problems[0]["message"]
-        options.write_text(good)
+        # Nobody collected: once `route_after` has passed (live: re-read at the next tend)
+        # the agent's item is the operator's too.
+        options.write_text(good + "route_after: 2s\n")
 
-        # Nobody collected: after two tends the agent's item is the operator's too.
         def routed():
             steward("tend", cwd=workspace)
             return "routed to you" in receiver.text()

@@ -215,6 +215,9 @@ class Decision(BaseModel):
     raised_at: datetime
     raised_tend: int
     routed: bool = False  # an agent's item routed to the operator too (no agent looked)
+    # When and why it was routed; it stays the operator's (an agent may still propose on it).
+    routed_at: datetime | None = None
+    routed_because: str | None = None
     notified: bool = False
     answer: Ruling | None = None
 
@@ -253,6 +256,7 @@ class Triage(BaseModel):
     decisions: list[Decision] = Field(default_factory=list)
     decision_counter: int = 0
     last_collect_tend: int | None = None  # tend count when an agent last collected
+    last_collect_at: datetime | None = None  # when an agent last collected (routing by time)
     reruns: dict[str, str] = Field(default_factory=dict)  # before the ledger: read once, moved
     ledger_ops: list[LedgerOp] = Field(default_factory=list)  # not yet written to the ledger
     ledger_seq: int = 0

@@ -19,7 +19,9 @@ def decision_notices(state: RunState) -> list[Notice]:
         if decision.notified or not decision.for_operator:
             continue
         decision.notified = True
-        routed = " (no agent has looked; routed to you)" if decision.routed else ""
+        routed = ""
+        if decision.routed:
+            routed = f" (routed to you: {decision.routed_because or 'no agent has looked'})"
         notices.append(
             Notice(
                 kind="decision",

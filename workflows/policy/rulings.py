@@ -5,17 +5,19 @@ stands between a run and its signoff. The classes and decisions themselves are d
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel
 
-from steward.workflows.policy import triage_ledger
+from steward.workflows.policy import blockers, triage_ledger
+from steward.workflows.policy.blockers import Blocker
 from steward.workflows.policy.decisions import (
     EDITS,
     LOG_VERDICTS,
     PROPOSABLE,
     Anomaly,
+    Decision,
     Role,
     Ruling,
     StandingRules,
@@ -171,9 +173,10 @@ def mark_applied(triage: Triage, done: list[Action], skipped: list[Action] | Non
 
 
 # ---------------------------------------------------------------- routing and blockers
-def route_unattended(triage: Triage, tend: int) -> list[str]:
-    """If no agent collected during the last two tends, the agent's open items go to the
-    operator too. Returns the ids newly routed."""
+def route_unattended(triage: Triage, tend: int, *, now: datetime | None = None) -> list[str]:
+    """Runs started before routing by time (route-by-time-v1): if no agent collected during
+    the last two tends, the agent's open items go to the operator too. Returns the ids newly
+    routed."""
     looked = triage.last_collect_tend
     routed = []
     for decision in triage.open_decisions():
@@ -181,9 +184,89 @@ def route_unattended(triage: Triage, tend: int) -> list[str]:
             continue
         since = max(decision.raised_tend, looked or 0)
         if tend - since >= 2:
-            decision.routed = True
+            _route(decision, now, "no agent collected during the last two tends")
             routed.append(decision.id)
     return routed
+
+
+def route_window(route_after: float | None, tend_interval: float) -> float:
+    """Seconds an agent's item waits for an agent to collect: `route_after`, else two tend
+    intervals."""
+    return route_after if route_after else 2 * tend_interval
+
+
+def route_due(triage: Triage, decision: Decision, window: float) -> datetime | None:
+    """When `decision` goes to the operator unless an agent collects first: `window` after it
+    was raised or after the last collect, whichever is later; None when it is not an agent's
+    open item waiting for that."""
+    if not decision.open or decision.owner != "agent" or decision.routed:
+        return None
+    looked = triage.last_collect_at
+    start = decision.raised_at if looked is None else max(decision.raised_at, looked)
+    return start + timedelta(seconds=window)
+
+
+def next_route_due(triage: Triage, window: float) -> datetime | None:
+    """The soonest moment an open agent item is due to go to the operator (the run tends then,
+    even with nothing else to do), or None."""
+    due = [d for d in (route_due(triage, x, window) for x in triage.decisions) if d is not None]
+    return min(due, default=None)
+
+
+def route_overdue(triage: Triage, now: datetime, window: float) -> list[str]:
+    """Route to the operator every agent item no agent collected within `window` (seconds) of
+    its raising or of the last collect. A routed item stays the operator's: a later collect does
+    not take it back (the agent may still propose on it). Returns the ids newly routed."""
+    routed = []
+    for decision in triage.open_decisions():
+        due = route_due(triage, decision, window)
+        if due is not None and now >= due:
+            _route(decision, now, f"no agent collected within {_duration(window)}")
+            routed.append(decision.id)
+    return routed
+
+
+def _route(decision: Decision, now: datetime | None, because: str) -> None:
+    decision.routed, decision.routed_at, decision.routed_because = True, now, because
+
+
+def _duration(seconds: float) -> str:
+    """20m, 90s, 1h (options.format_duration's way; options imports this module's Action)."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def signoff_items(
+    triage: Triage,
+    *,
+    open_tasks: list[str],
+    unscanned: bool,
+    scan_problem: str | None,
+    settled_logs: dict[str, str] | None = None,
+    waiting_for: list[str] | None = None,
+    stalled_tasks: list[str] | None = None,
+    paused: bool = False,
+    phase: str = "running",
+) -> list[Blocker]:
+    """What stands between the run and its signoff, each with its owner and the command that
+    clears it (`waiting_for`: the live workers ruled log edits wait for, as people should read
+    them; `stalled_tasks`: those of `open_tasks` that stalled)."""
+    unapplied = {c.id for c in triage.classes if c.state == "ruled"}
+    unapplied |= {a.class_id for a in pending_actions(triage, settled_logs or {})}
+    unapplied |= triage_ledger.unapplied(triage, settled_logs or {})
+    return blockers.of_triage(
+        triage,
+        open_tasks=open_tasks,
+        stalled_tasks=stalled_tasks or [],
+        unapplied=sorted(unapplied),
+        unscanned=unscanned,
+        scan_problem=scan_problem,
+        waiting_for=waiting_for or [],
+        paused=paused,
+        phase=phase,
+    )
 
 
 def signoff_blockers(
@@ -195,28 +278,14 @@ def signoff_blockers(
     settled_logs: dict[str, str] | None = None,
     waiting_for: list[str] | None = None,
 ) -> list[str]:
-    """Why the run cannot be signed off yet (`waiting_for`: the live workers ruled log edits
-    wait for, as people should read them)."""
-    blockers = []
-    if open_tasks:
-        blockers.append(f"tasks not complete or settled: {', '.join(open_tasks)}")
-    unruled = [c.id for c in triage.classes if c.state in ("open", "proposed")]
-    if unruled:
-        blockers.append(f"error classes not ruled: {', '.join(unruled)}")
-    open_items = [d.id for d in triage.open_decisions()]
-    if open_items:
-        blockers.append(f"decisions open: {', '.join(open_items)}")
-    unapplied = {c.id for c in triage.classes if c.state == "ruled"}
-    unapplied |= {a.class_id for a in pending_actions(triage, settled_logs or {})}
-    unapplied |= triage_ledger.unapplied(triage, settled_logs or {})
-    if unapplied:
-        blockers.append(
-            f"rulings not yet applied: {', '.join(sorted(unapplied))}"
-            + (f" (waiting for {'; '.join(waiting_for)} to exit)" if waiting_for else "")
+    """Why the run cannot be signed off yet, as the refusal says it (signoff_items, grouped)."""
+    return blockers.refusal_lines(
+        signoff_items(
+            triage,
+            open_tasks=open_tasks,
+            unscanned=unscanned,
+            scan_problem=scan_problem,
+            settled_logs=settled_logs,
+            waiting_for=waiting_for,
         )
-    if unscanned:
-        blockers.append(
-            "transcripts not scanned yet"
-            + (f" (last attempt: {scan_problem})" if scan_problem else "")
-        )
-    return blockers
+    )

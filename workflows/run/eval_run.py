@@ -86,6 +86,7 @@ class EvalRun:
         # release does not continue stops here, before any command (eval_run_versions.py).
         versions.read_at_start()
         self._ctx = RunContext(run_input)
+        self._ctx.route_by_time = versions.routes_by_time()
 
     # ---------------------------------------------------------------- the loop
     @workflow.run
@@ -185,7 +186,7 @@ class EvalRun:
         ctx = self._ctx
         while True:
             ctx.rearm = False
-            timeout = timedelta(seconds=ctx.interval()) if self._timer_due() else None
+            timeout = ctx.timer_wait()  # sooner than the interval when an agent item is due
             if timeout is not None and deadline is not None:
                 timeout = max(deadline - workflow.now(), timedelta(0))
             deadline = None
@@ -207,7 +208,7 @@ class EvalRun:
         """Until the running scans end, a command or a watch wakes the run, or its timer is
         due; whether a tend is due."""
         ctx = self._ctx
-        timeout = timedelta(seconds=ctx.interval()) if self._timer_due() else None
+        timeout = ctx.timer_wait()
         try:
             await workflow.wait_condition(
                 lambda: not ctx.scanning or ctx.wake or ctx.cancel is not None,
@@ -218,9 +219,6 @@ class EvalRun:
             return True
         return ctx.wake or ctx.cancel is not None
 
-    def _timer_due(self) -> bool:
-        return self._ctx.next_tend_at() is not None
-
     async def _tend_locked(self) -> TendSummary:
         async with self._ctx.lock:
             return await tending.tend(self._ctx)
@@ -228,7 +226,9 @@ class EvalRun:
     # ---------------------------------------------------------------- queries
     @workflow.query
     def status(self) -> RunStatus:
-        return self._ctx.status()
+        status = self._ctx.status()
+        status.scan_waits = lifecycle.scan_waits(self._ctx)  # for the signoff blockers
+        return status
 
     @workflow.query
     def collect_view(self, since: int) -> CollectView:
@@ -364,8 +364,12 @@ class EvalRun:
 
     @workflow.signal
     def collected(self, note: CommandNote) -> None:
-        """An agent looked (`steward collect`): its items stay its own for two more tends."""
-        self._ctx.state.triage.last_collect_tend = self._ctx.state.tend_count
+        """An agent looked (`steward collect`): its items stay its own for `route_after` more
+        (two more tends for a run started before route-by-time-v1). No wake: a timer set for
+        the old moment tends once, routes nothing, and waits for the new one."""
+        triage_state = self._ctx.state.triage
+        triage_state.last_collect_tend = self._ctx.state.tend_count
+        triage_state.last_collect_at = workflow.now()
 
     @workflow.update
     async def signoff(self, request: SignoffRequest) -> Signoff:

@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
     )
     from steward.workflows.names import Activity, SearchKey
-    from steward.workflows.policy import notices
+    from steward.workflows.policy import notices, rulings
     from steward.workflows.run.eval_run_state import (
         effective_interval,
         visible_state,
@@ -56,6 +56,8 @@ class RunContext:
         self.cancel: CancelRequest | None = None
         self.wake = False  # a command asks for a tend now
         self.rearm = False  # the timer changed: wait again with the new one
+        # route-by-time-v1 (eval_run_versions.py): agent items go to the operator by the clock.
+        self.route_by_time = False
         self.watches: dict[str, asyncio.Task[None]] = {}  # worker id -> its watch loop
         self.worker_ends: list[WorkerEnd] = []  # what the watches reported since the last tend
         self.subscribed_hosts: list[str] = []  # hosts: what the registry was last told
@@ -82,10 +84,35 @@ class RunContext:
 
     def next_tend_at(self) -> datetime | None:
         """When the timer fires next; None when no timer is due (disarmed, or a finished run
-        with nothing to retry: commands wake it)."""
+        with nothing to retry: commands wake it). Sooner when an agent's item is due to go to
+        the operator (routing by time): the run tends at that moment, whatever else it waits
+        for; one whose moment passed during a tend gets a tend a second later, unless the
+        last tend stopped short (then the interval: a tend that keeps failing does not spin)."""
         if not self.state.timer.armed or waits_for_commands(self.state):
             return None
-        return workflow.now() + timedelta(seconds=self.interval())
+        now = workflow.now()
+        at = now + timedelta(seconds=self.interval())
+        due = self.route_due()
+        if due is not None and (due > now or self.state.tend_problem is None):
+            at = min(at, max(due, now + timedelta(seconds=1)))
+        return at
+
+    def timer_wait(self) -> timedelta | None:
+        """How long the run waits for its timer from now; None: no timer is due."""
+        at = self.next_tend_at()
+        return None if at is None else max(at - workflow.now(), timedelta(0))
+
+    def route_window(self) -> float | None:
+        """Seconds an agent's item waits for a collect (None: routed by tends, an older run)."""
+        if not self.route_by_time:
+            return None
+        interval = self.state.timer.interval or self.settings.tend_interval
+        return rulings.route_window(self.settings.route_after, interval)
+
+    def route_due(self) -> datetime | None:
+        """When the next agent item goes to the operator unless an agent collects first."""
+        window = self.route_window()
+        return None if window is None else rulings.next_route_due(self.state.triage, window)
 
     def journal_events(self, events: list[RunEvent]) -> None:
         """Journal what a pure decision asked for, in its order."""
@@ -164,6 +191,7 @@ class RunContext:
             tend_interval=self.settings.tend_interval,
             web_ui=self.input.web_ui,
             host_queue=self.input.host_queue,
+            route_after=self.route_window(),
         )
 
     async def write_workspace(self) -> None:

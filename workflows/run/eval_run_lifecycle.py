@@ -19,7 +19,6 @@ with workflow.unsafe.imports_passed_through():
         StopResult,
     )
     from steward.workflows.contracts import (
-        UNCHANGEABLE_PHASES,
         Capture,
         Notice,
         Observation,
@@ -28,14 +27,15 @@ with workflow.unsafe.imports_passed_through():
         TendSummary,
     )
     from steward.workflows.names import Activity
-    from steward.workflows.policy import rulings, worker_watch
     from steward.workflows.policy import run_policy as policy
+    from steward.workflows.policy.blockers import Blocker, refusal_lines
     from steward.workflows.run import eval_run_scan
     from steward.workflows.run import eval_run_triage as triage
     from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_capacity import release
     from steward.workflows.run.eval_run_change import reuse_from_store
     from steward.workflows.run.eval_run_context import RunContext, cause_of
+    from steward.workflows.run.eval_run_state import signoff_check as run_signoff_check
     from steward.workflows.run.eval_run_workers import stop_and_forget, stop_workers
 
 
@@ -78,23 +78,23 @@ async def capture(ctx: RunContext) -> bool:
 
 # ---------------------------------------------------------------- signoff
 def signoff_blockers(ctx: RunContext, scan_running_blocks: bool = True) -> list[str]:
-    """Why the run cannot be signed off now. A scan that is running blocks only under the lock
-    (`scan_running_blocks`): the validator lets the signoff wait for it instead."""
-    state = ctx.state
-    if state.phase in UNCHANGEABLE_PHASES:
-        return [f"the run is {state.phase}"]
-    return rulings.signoff_blockers(
-        state.triage,
-        open_tasks=[t.spec.name for t in state.tasks if t.phase not in ("complete", "given_up")],
-        unscanned=bool(policy.unscanned_logs(state))
-        and (
-            scan_running_blocks
-            or not (ctx.scanning or ctx.scan_outcomes or eval_run_scan.scan_pending(ctx))
-        ),
-        scan_problem=state.scan_problem,
-        settled_logs=policy.settled_logs(state),
-        waiting_for=worker_watch.rulings_waiting(state),
-    )
+    """Why the run cannot be signed off now, as the refusal says it. A scan that is running
+    blocks only under the lock (`scan_running_blocks`): the validator lets the signoff wait for
+    it instead."""
+    return refusal_lines(signoff_check(ctx, scan_running_blocks))
+
+
+def signoff_check(ctx: RunContext, scan_running_blocks: bool = False) -> list[Blocker]:
+    """Every blocker with its owner and the command that clears it: (grouped) the refusal, and
+    what `steward signoff --check` and `status` show, built by the reader from the state and
+    `scan_waits` (the status query's) with the same pure function."""
+    return run_signoff_check(ctx.state, scan_waits=not scan_running_blocks and scan_waits(ctx))
+
+
+def scan_waits(ctx: RunContext) -> bool:
+    """A scan runs, waits to be taken in, or the next tend starts it: a signoff waits for it
+    rather than being refused for the logs it will read. Pure reads: the status query asks."""
+    return ctx.scanning or bool(ctx.scan_outcomes) or eval_run_scan.scan_pending(ctx)
 
 
 def signoff_problem(ctx: RunContext, request: SignoffRequest) -> str | None:

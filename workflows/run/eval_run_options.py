@@ -60,6 +60,7 @@ def follow_live_options(ctx: RunContext, fresh: LiveOptions) -> None:
                 "rules": fresh.rules,
                 "heartbeat": fresh.heartbeat,
                 "stuck_after": fresh.stuck_after or ctx.settings.stuck_after,
+                "route_after": fresh.route_after,  # None: 2 x tend_interval
             }
         )
         if fresh.prices is not None:

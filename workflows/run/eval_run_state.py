@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from steward.workflows.contracts import TERMINAL_PHASES, RunState
-from steward.workflows.policy.rulings import pending_actions
+from steward.workflows.contracts import TERMINAL_PHASES, UNCHANGEABLE_PHASES, RunState
+from steward.workflows.policy.blockers import Blocker, run_phase_blocker
+from steward.workflows.policy.rulings import pending_actions, signoff_items
 from steward.workflows.policy.run_policy import settled_logs, unscanned_logs
 from steward.workflows.policy.triage_ledger import ledger_orders
+from steward.workflows.policy.worker_watch import rulings_waiting
 
 
 def visible_state(state: RunState) -> str:
@@ -61,4 +63,25 @@ def unsupervised(state: RunState, tend_interval: float, now: datetime) -> str | 
     return (
         f"unsupervised: no tend for {int(idle)} s (more than two {int(interval)} s intervals); "
         "is the Steward worker running? (`steward worker status`)"
+    )
+
+
+def signoff_check(state: RunState, *, scan_waits: bool) -> list[Blocker]:
+    """Everything that stands between the run and its signoff, each with its owner and the
+    command that clears it (`scan_waits`: a scan running or about to run will read the
+    unscanned logs, and a signoff waits for it rather than being refused). The signoff's
+    refusal sentence is this list grouped (blockers.refusal_lines)."""
+    if state.phase in UNCHANGEABLE_PHASES:
+        return [run_phase_blocker(state.phase)]
+    unsettled = [t for t in state.tasks if t.phase not in ("complete", "given_up")]
+    return signoff_items(
+        state.triage,
+        open_tasks=[t.spec.name for t in unsettled],
+        stalled_tasks=[t.spec.name for t in unsettled if t.phase == "stalled"],
+        unscanned=bool(unscanned_logs(state)) and not scan_waits,
+        scan_problem=state.scan_problem,
+        settled_logs=settled_logs(state),
+        waiting_for=rulings_waiting(state),
+        paused=state.paused,
+        phase=state.phase,
     )

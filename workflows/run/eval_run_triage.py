@@ -60,9 +60,24 @@ async def triage(
         )
     absorb(ctx, anomalies, summary)
     decisions.forget_settled(state.triage)
-    for decision_id in rulings.route_unattended(state.triage, tend):
-        ctx.journal("routed to operator", decision=decision_id, reason="no agent collected")
+    route(ctx, tend)
     await apply_rulings(ctx, summary)
+
+
+def route(ctx: RunContext, tend: int) -> None:
+    """Agent items no agent collected in time go to the operator (notified by this tend):
+    by the clock (`route_after`), or after two tends for a run started before that."""
+    triage_state, window = ctx.state.triage, ctx.route_window()
+    if window is None:
+        routed = rulings.route_unattended(triage_state, tend, now=workflow.now())
+    else:
+        routed = rulings.route_overdue(triage_state, workflow.now(), window)
+    for decision_id in routed:
+        decision = triage_state.find_decision(decision_id)
+        because = decision.routed_because if decision else None
+        ctx.journal(
+            "routed to operator", decision=decision_id, reason=because or "no agent collected"
+        )
 
 
 def absorb(ctx: RunContext, anomalies: list[Anomaly], summary: TendSummary) -> None:

@@ -68,6 +68,7 @@ AT_FIRST_TEND = RetiredFlag("ramp-v1", "the automatic ramp", _GOES)
 
 # Flags this release added, each read by its function below (retired as above, later).
 CANCEL_COUNT = "cancel-count-v1"
+ROUTE_BY_TIME = "route-by-time-v1"
 
 
 class UnsupportedRun(Exception):
@@ -103,3 +104,11 @@ def cancel_counts_from_the_logs() -> bool:
     """cancel-count-v1: a cancel reads the logs once its workers stopped, so its count has
     every completed sample (a run cancelled before it replays without that read)."""
     return workflow.patched(CANCEL_COUNT)
+
+
+def routes_by_time() -> bool:
+    """route-by-time-v1, read once at a run's first activation (eval_run.py): an agent's item
+    goes to the operator when no agent collected within `route_after` (wall-clock, and the
+    timer wakes the run at that moment), not after two tends. A run started before it keeps
+    routing by tends: its recorded notices and timers replay unchanged."""
+    return workflow.patched(ROUTE_BY_TIME)

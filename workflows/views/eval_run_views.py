@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from steward.workflows.contracts import CollectView, RunSettings, RunState
+from steward.workflows.policy.blockers import answer_command, owner_now
 from steward.workflows.policy.decisions import Decision
 
 
@@ -39,8 +40,14 @@ def decision_view(state: RunState, decision: Decision) -> dict[str, Any]:
     return {
         "id": decision.id,
         "kind": decision.kind,
-        "owner": decision.owner,
+        # Who owns it now: an agent's item routed to the operator is theirs (the agent may
+        # still propose on it); `raised_for` is whose it was when raised.
+        "owner": owner_now(decision),
+        "raised_for": decision.owner,
         "routed": decision.routed,
+        "routed_at": decision.routed_at.isoformat() if decision.routed_at else None,
+        "routed_because": decision.routed_because,
+        "command": answer_command(decision),
         "verdicts": decision.verdicts,
         "question": decision.question,
         "class": decision.class_id,

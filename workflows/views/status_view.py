@@ -192,7 +192,8 @@ def _decision_lines(state: RunState) -> list[str]:
     if open_decisions:
         lines += ["", "## Needs a decision", ""]
         for d in open_decisions:
-            owner = "agent, routed to you" if d.routed else d.owner
+            because = d.routed_because or "no agent has looked"
+            owner = f"agent's, routed to you: {because}" if d.routed else d.owner
             lines.append(
                 f"- **{d.id}** ({owner}): {d.question} — `steward rule {d.id} "
                 f"<{'|'.join(d.verdicts)}>`"
