@@ -13,7 +13,13 @@ from steward.cli import render
 from steward.cli.context import load_context, ready_context
 from steward.cli.output import FAILED, bad_input, command, console, emit, finish
 from steward.cli.params import AgentOpt, ByOpt, JsonOpt, ReasonOpt, WorkspaceOpt, role, who
-from steward.cli.run_calls import current_status, query_status, run_handle, update_run
+from steward.cli.run_calls import (
+    collect_view,
+    current_status,
+    query_status,
+    run_handle,
+    update_run,
+)
 from steward.workflows.contracts import TERMINAL_PHASES, CollectView, CommandNote, SignoffRequest
 from steward.workflows.policy.rulings import RuleRequest
 from steward.workflows.run.eval_run import EvalRun
@@ -60,27 +66,41 @@ def rule(
 @command
 def collect(
     since: Annotated[
-        int, typer.Option("--since", help="Events after this journal number (the cursor).")
-    ] = 0,
+        int | None,
+        typer.Option(
+            "--since",
+            help="Events after this journal number (default: the cursor this --by name was "
+            "left at by its last collect, else 0).",
+        ),
+    ] = None,
+    by: ByOpt = "",
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Open decisions and every event since the cursor; reading consumes nothing.
 
-    It tells the run an agent looked (agent items then stay the agent's for two more tends).
+    It tells the run an agent looked (agent items then stay the agent's a while longer) and
+    remembers the cursor for the --by name (`collect` and `wait` without --since start there).
     """
-    from steward.worker.workspace import read_journal
+    from steward.worker.workspace import read_cursor, read_journal, remember_cursor
 
     ctx = ready_context(workspace, quiet=as_json)
+    name = who(by)
+    remembered = read_cursor(ctx.workspace, name) if since is None else None
+    since = since if since is not None else (remembered["cursor"] if remembered else 0)
 
     async def look() -> CollectView | None:
+        nonlocal since
         handle = await run_handle(ctx)
         status = await query_status(handle, ctx)
         if status.state.phase in TERMINAL_PHASES:
             return None  # an ended run: the journal on disk is the whole story
-        view = await handle.query(EvalRun.collect_view, since)
+        view = await collect_view(handle, since)
+        if remembered and view.cursor < since:  # a new run of the workspace numbers anew
+            since = 0
+            view = await collect_view(handle, since)
         # A notice, not a command: not `signal_run`, whose liveness check was just made.
-        await handle.signal(EvalRun.collected, CommandNote(by=who("")))
+        await handle.signal(EvalRun.collected, CommandNote(by=name))
         return view
 
     view = asyncio.run(look())
@@ -95,6 +115,8 @@ def collect(
     cursor = max([since, *events, view.cursor if view else 0])
     document = {
         "ok": True,
+        "by": name,
+        "since": since,
         "cursor": cursor,
         "phase": view.phase if view else "ended",
         "decisions": view.decisions if view else [],
@@ -103,7 +125,14 @@ def collect(
         "unattended": view.unattended if view else False,
         "events": ordered,
     }
+    remember_cursor(ctx.workspace, name, cursor, document["phase"])
     emit(as_json, document, lambda: render.print_collect(document))
+
+
+AGENT_SIGNOFF = (
+    "Only the operator signs a run off, and this command runs as an agent (STEWARD_ROLE=agent); "
+    "tell the operator the run is ready (`steward signoff --check` lists what still blocks it)."
+)
 
 
 @command
@@ -129,6 +158,8 @@ def signoff(
     if check:
         signoff_check(workspace, as_json)
         return
+    if role(False) == "agent":
+        raise bad_input(AGENT_SIGNOFF)
     if not by.strip():
         # Typer's own words for a missing option, and the way to only look.
         raise bad_input(

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from steward.cli import (
+    cmd_agent,
     cmd_control,
     cmd_decisions,
     cmd_launch,
@@ -45,9 +46,11 @@ COMMANDS = (  # in the order a user meets them; `--help` lists them so
     (app, "resume", cmd_control.resume),
     (app, "cancel", cmd_control.cancel),
     (app, "collect", cmd_decisions.collect),
+    (app, "wait", cmd_agent.wait),
     (app, "rule", cmd_decisions.rule),
     (app, "signoff", cmd_decisions.signoff),
     (app, "runbook", cmd_workspace.runbook),
+    (app, "mcp", cmd_agent.mcp),
     (app, "hosts", cmd_runs.hosts),
     (app, "doctor", cmd_services.doctor),
     (app, "stop", cmd_services.stop),
@@ -96,7 +99,9 @@ EXAMPLES = {
     "launch": "steward launch  ·  steward launch --dry-run  ·  steward launch --no-smoke",
     "status": "steward status  ·  steward status --wait  ·  steward status --json [--full]",
     "rule": "steward rule d-3 rerun --reason 'transient 500s'  ·  steward rule d-4 dismiss",
-    "collect": "steward collect --since 42 --json",
+    "collect": "steward collect --by claude --json  ·  steward collect --since 42 --json",
+    "wait": "steward wait --by claude --timeout 10m --json  ·  steward wait --since 42",
+    "mcp": "claude mcp add steward -- steward mcp  ·  steward mcp --http 8765",
     "runbook": "steward runbook",
     "signoff": "steward signoff --check  ·  steward signoff --by norah [--publish]",
     "tend": "steward tend  ·  steward tend --timeout 2m",

@@ -9,6 +9,7 @@ Exit codes:
                arguments or workspace, no run launched, or the run refused the command in its
                state — an update's validator said no, or the run has already ended. The same
                refusal is the same code whichever command meets it.
+  3 TIMED_OUT  `steward wait` saw nothing it wakes for within its --timeout.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 
-OK, FAILED, BAD_INPUT = 0, 1, 2
+OK, FAILED, BAD_INPUT, TIMED_OUT = 0, 1, 2, 3
 console = Console()
 errors = Console(stderr=True)
 

@@ -28,6 +28,7 @@ from steward.worker.connect import (
 from steward.workflows.contracts import (
     SETTLED_PHASES,
     TERMINAL_PHASES,
+    CollectView,
     RunState,
     RunStatus,
     WorkerPulse,
@@ -278,6 +279,12 @@ async def worker_pulses(description: WorkflowExecutionDescription) -> list[Worke
             continue
         pulses.append(pulse)
     return pulses
+
+
+async def collect_view(handle: RunHandle, since: int) -> CollectView:
+    """What an agent sees (open decisions, classes, the journal events the run still holds
+    after `since`): a query, so it costs the run no history event however often it is asked."""
+    return await handle.query(EvalRun.collect_view, since)
 
 
 async def current_status(ctx: Context) -> RunStatus:

@@ -9,6 +9,7 @@ from steward.activities.definition.capture import (
 )
 from steward.activities.logs import log_store
 from steward.activities.logs.paths import unwritable
+from steward.activities.workspace.agent_cursors import read_cursor, remember_cursor
 from steward.activities.workspace.options import (
     OptionsError,
     definition_hash,
@@ -23,11 +24,12 @@ from steward.activities.workspace.workspace import (
     init_workspace,
     workflow_id_for,
 )
-from steward.activities.workspace.workspace_files import read_journal
+from steward.activities.workspace.workspace_files import JOURNAL, read_journal
 
 __all__ = [
     "CaptureTimeout",
     "DEFAULT_DEFINITION",
+    "JOURNAL",
     "default_definition",
     "DefinitionError",
     "OptionsError",
@@ -40,7 +42,9 @@ __all__ = [
     "init_workspace",
     "load_connection_options",
     "load_options",
+    "read_cursor",
     "read_journal",
+    "remember_cursor",
     "unwritable",
     "workflow_id_for",
 ]

@@ -205,7 +205,8 @@ def test_two_error_classes_proposed_ruled_applied_and_signed_off(steward, worksp
 
 def test_runbook_and_agent_files_point_to_it(steward, workspace_root):
     text = steward.ok("runbook")["runbook"]
-    assert "steward collect --since 0" in text and "--agent" in text
+    assert "steward collect --by YOUR-NAME" in text and "--agent" in text
+    assert "steward wait --by YOUR-NAME" in text and "steward mcp" in text
     workspace = workspace_root / "ws"
     steward.ok("init", str(workspace))
     for name in ("AGENTS.md", "CLAUDE.md"):

@@ -14,7 +14,8 @@ def _tends(steward: Steward, workspace) -> int:
 
 def _events(steward: Steward, workspace, name: str) -> list[dict]:
     """Journal events so far, including those the run holds until its next write."""
-    return [e for e in steward.ok("collect", cwd=workspace)["events"] if e["event"] == name]
+    events = steward.ok("collect", "--since", "0", cwd=workspace)["events"]
+    return [e for e in events if e["event"] == name]
 
 
 def test_timer_status_disarm_arm_and_interval_changes(steward: Steward, workspace_root):
