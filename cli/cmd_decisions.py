@@ -39,27 +39,38 @@ def rule(
     reason: ReasonOpt = "",
     by: ByOpt = "",
     agent: AgentOpt = False,
+    when_provider_answers: Annotated[
+        bool,
+        typer.Option(
+            "--when-provider-answers",
+            help="rerun only: carry it out once the tasks' model provider answers again (the "
+            "run probes it: at once, then 10 s, 20 s, 40 s ... up to 5 min apart).",
+        ),
+    ] = False,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a decision. Invalid rulings are refused and change nothing."""
     ctx = ready_context(workspace, quiet=as_json)
     request = RuleRequest(
-        decision_id=decision, verdict=verdict, reason=reason, by=who(by), role=role(agent)
+        decision_id=decision,
+        verdict=verdict,
+        reason=reason,
+        by=who(by),
+        role=role(agent),
+        until="provider_answers" if when_provider_answers else None,
     )
     result = asyncio.run(update_run(ctx, EvalRun.rule, request))
+    if result.effect == "proposed":
+        said = f"proposed; the operator rules on it as {result.raised}."
+    elif request.until is not None:
+        said = "ruled; the run applies it once the provider answers a probe (it probes now)."
+    else:
+        said = "ruled; the run applies it now."
     emit(
         as_json,
-        {"ok": True, **result.model_dump(mode="json")},
-        lambda: console.print(
-            f"{result.decision_id}: {result.verdict} "
-            + (
-                f"proposed; the operator rules on it as {result.raised}."
-                if result.effect == "proposed"
-                else "ruled; the run applies it now."
-            ),
-            highlight=False,
-        ),
+        {"ok": True, **result.model_dump(mode="json"), "until": request.until},
+        lambda: console.print(f"{result.decision_id}: {result.verdict} {said}", highlight=False),
     )
 
 

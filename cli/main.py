@@ -16,6 +16,7 @@ from steward.cli import (
     cmd_launch,
     cmd_runs,
     cmd_services,
+    cmd_show,
     cmd_workspace,
 )
 from steward.cli.output import BAD_INPUT, FAILED, OK, errors, finish, refuse_usage
@@ -46,6 +47,7 @@ COMMANDS = (  # in the order a user meets them; `--help` lists them so
     (app, "resume", cmd_control.resume),
     (app, "cancel", cmd_control.cancel),
     (app, "collect", cmd_decisions.collect),
+    (app, "show", cmd_show.show),
     (app, "wait", cmd_agent.wait),
     (app, "rule", cmd_decisions.rule),
     (app, "signoff", cmd_decisions.signoff),

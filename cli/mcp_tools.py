@@ -121,11 +121,17 @@ TOOLS: tuple[AgentTool, ...] = (
             by,
             "--reason",
             a["reason"],
+            *(["--when-provider-answers"] if a.get("when_provider_answers") else []),
         ],  # fmt: skip
         {
             "decision": _text("The decision's id, e.g. d-3."),
             "verdict": _text("One of the decision's verdicts (collect lists them)."),
             "reason": REASON,
+            "when_provider_answers": {
+                "type": "boolean",
+                "description": "rerun only: carry it out once the provider answers again "
+                "(for samples a provider outage failed).",
+            },
         },
         required=("decision", "verdict", "reason"),
     ),
@@ -251,4 +257,6 @@ def argument_problem(tool: AgentTool, arguments: Arguments) -> str | None:
             return f"{tool.name}'s {name} must be 0 or more, not {value}."
         if kind == "string" and not isinstance(value, str):
             return f"{tool.name}'s {name} must be a string, not {value!r}."
+        if kind == "boolean" and not isinstance(value, bool):
+            return f"{tool.name}'s {name} must be true or false, not {value!r}."
     return None

@@ -2,7 +2,7 @@
 
     python -m steward.worker.provider_simulator [--port 0] [--port-file F] [--concurrency 120]
         [--rpm 0] [--latency 0.5] [--jitter 0.1] [--error-rate 0] [--retry-after 1]
-        [--scan-flag-rate 0] [--scan-flag REGEX]
+        [--scan-flag-rate 0] [--scan-flag REGEX] [--fail-status 0]
 
 Inspect reaches it through its real `openai-api` provider: model `openai-api/sim/<name>`,
 `SIM_BASE_URL=http://127.0.0.1:<port>/v1`, `SIM_API_KEY=<anything>`. It answers "Reply with: X"
@@ -18,6 +18,8 @@ in this scan or the next, gets the same verdict. Rate 0 (the default) flags none
 
 Past its concurrency limit or its requests-per-minute it answers 429 with `Retry-After`;
 `--error-rate` of requests get a 500 (scanner prompts alike: it is one provider).
+`--fail-status 503` is an outage: every request is answered at once with that status (0, the
+default: none), until it is set back to 0.
 `POST /admin/config` (JSON with any of the options; `"scan_flag": null` clears the regex)
 retunes it live; `GET /admin/stats` reports what it served (`served`: every answer;
 `scanned`: those that were scanner verdicts).
@@ -58,6 +60,7 @@ class Limits:
     retry_after: float = 1.0  # seconds, sent with every 429
     scan_flag_rate: float = 0.0  # share of scanned transcripts judged positive (0..1)
     scan_flag: str | None = None  # regex: when set, positive iff the transcript matches it
+    fail_status: int = 0  # an outage: every request answered with this status (0: none)
 
 
 @dataclass
@@ -66,6 +69,7 @@ class Stats:
     scanned: int = 0  # of those served, scanner prompts answered with a verdict
     rate_limited: int = 0
     errors: int = 0
+    failed: int = 0  # of the errors, answered with fail_status (the outage)
     in_flight: int = 0
     peak_in_flight: int = 0
     started_at: float = field(default_factory=time.time)
@@ -89,6 +93,13 @@ class Simulator:
 
     async def chat(self, request: Request) -> JSONResponse:
         body = await request.json()
+        if self.limits.fail_status:
+            self.stats.errors += 1
+            self.stats.failed += 1
+            return JSONResponse(
+                {"error": {"message": "simulated outage", "type": "server_error"}},
+                status_code=self.limits.fail_status,
+            )
         limit = self._over_limit()
         if limit is not None:
             self.stats.rate_limited += 1

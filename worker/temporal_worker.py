@@ -33,6 +33,7 @@ from steward.activities.logs.rulings import apply_actions
 from steward.activities.processes import forkserver
 from steward.activities.processes.observe import apply_setpoints, observe_run
 from steward.activities.processes.processes import spawn_worker, stop_workers
+from steward.activities.processes.provider_probe import probe_providers
 from steward.activities.processes.watch import watch_worker
 from steward.activities.scan.scan import scan_transcripts_activity
 from steward.activities.workspace.notify import notify
@@ -62,6 +63,7 @@ ACTIVITIES = [
     notify,
     observe_run,
     probe_capacity,
+    probe_providers,
     read_ramp_settings,
     reap_sandboxes_activity,
     request_admission,

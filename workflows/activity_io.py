@@ -84,11 +84,24 @@ class WatchRequest(BaseModel):
     report_pushback: bool = False
     report_saturated: bool = False
     rate_limit_reported: int | None = None  # its cumulative rate-limit retries last reported
+    # Since when its provider had been failing when that was reported stuck: reported again
+    # only after an answer (provider_answered), then a new failing as long.
+    provider_stuck_reported: datetime | None = None
 
 
 WatchEnd = Literal[
-    "exited", "complete", "hung", "recovered", "lingering", "pushback", "saturated"
-]  # recovered: a worker reported hung showed life again (its hang decision lapses)
+    "exited",
+    "complete",
+    "hung",
+    "recovered",
+    "lingering",
+    "pushback",
+    "saturated",
+    "provider_stuck",
+    "provider_answered",
+]  # recovered: a worker reported hung showed life again (its hang decision lapses);
+# provider_stuck: its provider answered nothing for provider_stuck_after; provider_answered:
+# a provider reported stuck answers again (its decision lapses)
 CONNECTION_ENDS = ("pushback", "saturated")  # the worker lives on: the run watches it again
 
 
@@ -108,6 +121,7 @@ class WorkerEnd(BaseModel):
     rate_limit_retries: int | None = None  # pushback / saturated: its cumulative count now
     # exited: the last lines of its own log (a few, each cut short), for a stalled task's question
     log_tail: list[str] = Field(default_factory=list)
+    model: str | None = None  # provider_stuck / provider_answered: the model (its provider)
 
 
 class WorkspaceWrite(BaseModel):
@@ -277,3 +291,18 @@ class BudgetExchange(BaseModel):
 
 class ProviderLedgerInput(BaseModel):
     known: dict[str, LearnedBudget] = Field(default_factory=dict)
+
+
+class ProbeRequest(BaseModel):
+    """Does the provider answer? One cheap request per model (a rerun deferred until it does:
+    workflows/policy/deferrals.py), made as the workspace's task workers would make it."""
+
+    workspace: str
+    models: list[str]
+    timeout: float = 30.0  # seconds for each model's request
+
+
+class ProbeResult(BaseModel):
+    answered: bool  # every model answered
+    endpoints: dict[str, str] = Field(default_factory=dict)  # model -> the endpoint probed
+    problems: dict[str, str] = Field(default_factory=dict)  # model -> what its request met

@@ -14,8 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from steward.workflows.policy.capacity import BackendChoice, CapacityState, SandboxSize
 from steward.workflows.policy.cost import CostCap, ModelTokens, Price
 from steward.workflows.policy.decisions import Anomaly, StandingRules, Triage
+from steward.workflows.policy.deferrals import Deferral
 from steward.workflows.policy.hosts import HostLost
 from steward.workflows.policy.provider_budget import ProviderBudget
+from steward.workflows.policy.provider_health import ProviderHealth
 from steward.workflows.policy.ramp import RampReading
 
 WORKFLOW_TASK_QUEUE = "steward"
@@ -179,6 +181,8 @@ class WorkerPulse(BaseModel):
     saturated_since: datetime | None = None
     """Since when it has been held at its ceiling, clean, with more samples waiting than
     connections (None: it is not)."""
+    provider: ProviderHealth | None = None
+    """Whether its tasks' provider answers (None: not read; workflows/policy/provider_health.py)."""
 
 
 class TaskObservation(BaseModel):
@@ -302,6 +306,9 @@ class WatchLimits(BaseModel):
     """Seconds with no sign of life while it lives: hung."""
     linger_after: float = 60.0
     """Seconds alive after every task's log is success: stop it."""
+    provider_stuck_after: float | Literal[False] = 180.0
+    """Seconds its provider may answer none of its requests (only retries) before the run asks
+    about it (False: never)."""
 
 
 class RunSettings(BaseModel):
@@ -518,6 +525,8 @@ class RunState(BaseModel):
     """Ids of hung workers ruled `restart`, for the next tend."""
     providers: dict[str, ProviderBudget] = Field(default_factory=dict)
     """budget-v1: endpoint -> the connection budget its workers share."""
+    deferrals: list[Deferral] = Field(default_factory=list)
+    """Rulings that wait for their provider to answer a probe (workflows/policy/deferrals.py)."""
 
     def task(self, identifier: str) -> TaskState:
         return next(t for t in self.tasks if t.spec.identifier == identifier)

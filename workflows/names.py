@@ -29,6 +29,7 @@ class Activity:
     NOTIFY: Final = "notify"
     OBSERVE_RUN: Final = "observe_run"
     PROBE_CAPACITY: Final = "probe_capacity"
+    PROBE_PROVIDER: Final = "probe_provider"  # a rerun deferred until its provider answers
     # The options re-read each tend; the wire name is from when they held only the ramp.
     READ_LIVE_OPTIONS: Final = "read_ramp_settings"
     REAP_SANDBOXES: Final = "reap_sandboxes"

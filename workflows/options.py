@@ -206,6 +206,12 @@ class StewardOptions(BaseModel):
         "Errors",
         "Stop a worker still alive this long after its tasks' logs are complete.",
     )
+    provider_stuck_after: DurationOrFalse = _option(
+        "3m",
+        "Errors",
+        "Ask the operator when a task's provider answers none of its requests (Inspect only "
+        "retries: 429, 5xx, refused connections) for this long; false: never.",
+    )
     preauthorized: Annotated[dict[str, RulingVerb] | None, BeforeValidator(_from_text)] = _option(
         None, "Standing rules", "Anomaly-class patterns mapped to rerun, exclude, zero or score."
     )
@@ -395,4 +401,5 @@ def watch_limits(options: StewardOptions) -> WatchLimits:
         start_timeout=options.start_timeout,
         unresponsive_after=options.unresponsive_after,
         linger_after=options.linger_after,
+        provider_stuck_after=options.provider_stuck_after,
     )

@@ -29,6 +29,7 @@ from steward.activities.processes.observe import (
     progress_from_row,
 )
 from steward.activities.processes.processes import exit_code_of, is_alive, stopped_by_steward
+from steward.activities.processes.provider_watch import look_at_provider
 from steward.activities.processes.worker_exit import (
     exit_report,
     kernel_oom_killed,
@@ -40,6 +41,7 @@ from steward.workflows.activity_io import WatchRequest, WorkerEnd
 from steward.workflows.contracts import Progress, WorkerPulse
 from steward.workflows.names import Activity
 from steward.workflows.policy.exit_causes import signal_cause
+from steward.workflows.policy.provider_stuck import judge_provider
 from steward.workflows.policy.worker_watch import judge, judge_connections, saturated
 
 ALIVE_EVERY_S = 1.0  # how soon an exit is seen
@@ -105,6 +107,15 @@ class WorkerLook:
                 progress[identifier] = progress_from_log(path, 0)
         if rows and self.request.report_pushback:
             self._look_at_connections(list(rows.values()), progress, now)
+        if rows and self.request.limits.provider_stuck_after is not False:
+            pulse.provider = look_at_provider(
+                worker.socket,
+                list(rows.values()),
+                progress,
+                pulse.provider,
+                now,
+                self.request.limits.provider_stuck_after,
+            )
         if progress:
             moved = any(pulse.progress.get(i) != p for i, p in progress.items())
             pulse.progress.update(progress)
@@ -260,6 +271,8 @@ async def watch_worker(request: WatchRequest) -> WorkerEnd:
                 # Counted from the first reading when the run had none to give.
                 reported = pulse.rate_limit_retries if reported is None else reported
                 end = judge_connections(pulse, request, reported, started, datetime.now(UTC))
+            if end is None:
+                end = judge_provider(pulse, request, datetime.now(UTC))
             if end is not None and watcher.alive():
                 return end
         await asyncio.sleep(ALIVE_EVERY_S)

@@ -140,6 +140,7 @@ EXAMPLE_ARGUMENTS = {
     "decision": "d-1",
     "verdict": "rerun",
     "reason": "why not",
+    "when_provider_answers": True,
 }
 
 
@@ -160,7 +161,8 @@ def test_each_tool_is_a_command_the_cli_takes(tool: AgentTool):
     assert tool.description and len(tool.description) < 200
     assert set(tool.required) <= set(tool.properties)
     assert all(
-        p["type"] in ("string", "integer") and p["description"] for p in tool.properties.values()
+        p["type"] in ("string", "integer", "boolean") and p["description"]
+        for p in tool.properties.values()
     )
     schema = tool.input_schema()
     assert schema["type"] == "object" and schema["additionalProperties"] is False
@@ -186,6 +188,13 @@ def test_tool_arguments_are_refused_in_one_sentence():
     )
     assert argument_problem(collect, {"since": True}) is not None
     assert argument_problem(collect, {"since": -1}) == "collect's since must be 0 or more, not -1."
+    deferred = {"decision": "d-1", "verdict": "rerun", "reason": "r"}
+    assert argument_problem(rule, {**deferred, "when_provider_answers": "yes"}) == (
+        "rule's when_provider_answers must be true or false, not 'yes'."
+    )
+    assert rule.command({**deferred, "when_provider_answers": True}, "claude")[-1] == (
+        "--when-provider-answers"
+    )
 
 
 def test_what_counts_as_a_tool_failing():

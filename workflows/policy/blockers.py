@@ -119,6 +119,9 @@ def of_triage(
                 ids=[decision.id],
             )
         )
+    # A rerun ruled --when-provider-answers waits for its provider, not for a tend or a worker.
+    deferred = [c for c in unapplied if _waits_for_provider(triage, c)]
+    unapplied = [c for c in unapplied if c not in deferred]
     if unapplied:
         waiting = f" (waiting for {'; '.join(waiting_for)} to exit)" if waiting_for else ""
         blockers.append(
@@ -132,6 +135,19 @@ def of_triage(
                     else "wait: the run carries them out at its next tend (`steward tend` now)"
                 ),
                 ids=list(unapplied),
+            )
+        )
+    if deferred:
+        blockers.append(
+            Blocker(
+                kind="rulings_unapplied",
+                what=f"rulings waiting for their provider to answer: {', '.join(deferred)}",
+                owner="run",
+                command=(
+                    "wait: the run probes the provider and carries them out once it answers "
+                    "(`steward status` shows the probes; rule anew to apply now)"
+                ),
+                ids=deferred,
             )
         )
     if unscanned:
@@ -192,6 +208,11 @@ def _task_blockers(
             )
         )
     return blockers
+
+
+def _waits_for_provider(triage: Triage, class_id: str) -> bool:
+    cls = triage.find_class(class_id)
+    return cls is not None and cls.ruling is not None and cls.ruling.until is not None
 
 
 def _names_task(triage: Triage, decision: Decision, name: str) -> bool:

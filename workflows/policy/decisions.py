@@ -29,6 +29,7 @@ AnomalyKind = Literal[
     "approval",  # a tool call waiting for a human
     "cost_cap",  # the run's LLM cost crossed its cap (the run is paused)
     "hung_worker",  # a live worker showed no sign of life (start_timeout, unresponsive_after)
+    "provider_stuck",  # a task's provider answered none of its requests for provider_stuck_after
 ]
 ClassState = Literal["open", "proposed", "ruled", "resolved", "accepted", "healed"]
 
@@ -43,6 +44,9 @@ VERDICTS: dict[str, list[str]] = {
     "approval": ["approve", "reject", "terminate"],
     "cost_cap": ["continue", "cancel"],
     "hung_worker": ["restart", "wait"],
+    # wait: Inspect goes on retrying (the decision closes itself once the provider answers);
+    # pause: spawn nothing new until `steward resume`.
+    "provider_stuck": ["wait", "pause"],
 }
 # Kinds an agent proposes on and the operator rules; the rest are the operator's alone.
 PROPOSABLE = {"sample_error", "scan_finding", "all_zero"}
@@ -55,13 +59,16 @@ LIVE_VERDICTS = {"cancel_tool", "retry", "cancel", "approve", "reject", "termina
 
 # Verdicts the run carries out itself, at the ruling (not an activity on the logs or a worker):
 # the one description of what they do; eval_run_triage.py has a step of that name for each.
-RunStep = Literal["respawn_task", "give_up_task", "restart_worker", "waive_cost_cap", "cancel_run"]
+RunStep = Literal[
+    "respawn_task", "give_up_task", "restart_worker", "waive_cost_cap", "cancel_run", "pause_run"
+]
 RUN_STEPS: dict[tuple[str, str], RunStep] = {
     ("stalled_task", "retry"): "respawn_task",  # its fruitless count starts again
     ("stalled_task", "give_up"): "give_up_task",  # the run finishes without it
     ("hung_worker", "restart"): "restart_worker",  # stopped at the next tend, its tasks respawn
     ("cost_cap", "continue"): "waive_cost_cap",  # resumed; this cap does not pause it again
     ("cost_cap", "cancel"): "cancel_run",
+    ("provider_stuck", "pause"): "pause_run",  # spawn nothing new until `steward resume`
 }
 
 
@@ -99,6 +106,7 @@ class Anomaly(BaseModel):
     scanner: str | None = None
     worker: str | None = None  # hung_worker, stuck_sample: the worker id
     cause: str | None = None  # stalled_task: what its last dead worker said (an exception line)
+    model: str | None = None  # provider_stuck: the model whose provider does not answer
 
     @property
     def sample_ref(self) -> str:
@@ -130,6 +138,9 @@ class Ruling(BaseModel):
     role: Role = "operator"
     at: datetime | None = None
     standing: str | None = None  # the standing rule that made it, when one did
+    # Held back until this happens ("provider_answers": a probe of the class's provider got an
+    # answer; workflows/policy/deferrals.py); None: carried out at once.
+    until: Literal["provider_answers"] | None = None
 
 
 class Instance(BaseModel):
@@ -372,6 +383,8 @@ def signature_of(anomaly: Anomaly) -> str:
             return "cost_cap"
         case "hung_worker":
             return f"hung_worker:{anomaly.task}"
+        case "provider_stuck":  # one outage, one question, whichever tasks it stops
+            return f"provider_stuck:{anomaly.model or anomaly.task}"
     raise ValueError(anomaly.kind)
 
 
@@ -401,6 +414,8 @@ def title_of(anomaly: Anomaly) -> str:
             return f"the run is paused: {anomaly.detail}"
         case "hung_worker":
             return f"{anomaly.task_name}: {anomaly.detail}"
+        case "provider_stuck":
+            return f"the provider of {anomaly.model or anomaly.task_name} stopped answering"
     raise ValueError(anomaly.kind)
 
 
@@ -509,7 +524,7 @@ def _asks_again(cls: ErrorClass) -> bool:
     """A task stalled again after a retry, or a sample stuck again after a retry or cancel, is
     asked about again (repeating the verdict unasked could loop forever); a cancelled stuck
     tool call is not."""
-    if cls.kind in ("stalled_task", "cost_cap", "hung_worker"):
+    if cls.kind in ("stalled_task", "cost_cap", "hung_worker", "provider_stuck"):
         return True
     return cls.kind == "stuck_sample" and (
         cls.ruling is None or cls.ruling.verdict != "cancel_tool"
@@ -553,12 +568,20 @@ def _question(cls: ErrorClass) -> str:
     count = cls.count
     if cls.state == "proposed" and cls.proposal is not None:
         proposal = cls.proposal
+        once = " once the provider answers" if proposal.until is not None else ""
         return (
-            f"Rule on {cls.title} ({count} instance(s)); proposed {proposal.verdict} by "
+            f"Rule on {cls.title} ({count} instance(s)); proposed {proposal.verdict}{once} by "
             f"{proposal.by or 'the agent'}" + (f": {proposal.reason}" if proposal.reason else "")
+            + (" (rule it with --when-provider-answers to wait likewise)" if once else "")
         )
     if cls.kind in PROPOSABLE:
         return f"Propose what to do about {cls.title} ({count} instance(s))."
+    if cls.kind == "provider_stuck":
+        latest = cls.instances[-1].anomaly
+        return (
+            f"Decide: {cls.title}: {latest.detail}. wait: Inspect goes on retrying (this closes "
+            "itself once the provider answers); pause: spawn nothing new until `steward resume`."
+        )
     if cls.kind == "stalled_task":
         # This stall's cause, its last worker's exit code or signal and log: not the first's.
         latest = cls.instances[-1].anomaly

@@ -26,6 +26,7 @@ from steward.workflows.policy.decisions import (
     raise_decision,
     state_after,
 )
+from steward.workflows.policy.deferrals import deferral_problem
 
 
 # ---------------------------------------------------------------- rulings
@@ -35,6 +36,9 @@ class RuleRequest(BaseModel):
     reason: str = ""
     by: str = ""
     role: Role = "operator"
+    # "provider_answers": carry a rerun out only once the class's provider answers a probe
+    # (`--when-provider-answers`; workflows/policy/deferrals.py). None: at once.
+    until: Literal["provider_answers"] | None = None
 
 
 class RuleResult(BaseModel):
@@ -69,7 +73,7 @@ def rule_problem(triage: Triage, request: RuleRequest, rules: StandingRules) -> 
     if request.role == "agent" and decision.kind == "stuck_sample":
         if request.verdict != "cancel_tool":
             return f"An agent may only cancel_tool on {decision.id}; {request.verdict} is the operator's."
-    return None
+    return deferral_problem(request.verdict, request.until)
 
 
 def apply_rule(
@@ -82,7 +86,12 @@ def apply_rule(
     cls = triage.find_class(decision.class_id)
     assert cls is not None
     ruling = Ruling(
-        verdict=request.verdict, reason=request.reason, by=request.by, role=request.role, at=now
+        verdict=request.verdict,
+        reason=request.reason,
+        by=request.by,
+        role=request.role,
+        at=now,
+        until=request.until,
     )
     decision.answer = ruling
     if request.role == "agent" and cls.kind in PROPOSABLE:
@@ -127,6 +136,8 @@ def pending_actions(triage: Triage, settled_logs: dict[str, str]) -> list[Action
         ruling = cls.ruling
         if ruling is None or not needs_effect(cls.kind, ruling.verdict) or cls.in_ledger:
             continue  # a ledger class's ruling is an order (triage_ledger.ledger_orders)
+        if ruling.until is not None:
+            continue  # it waits for its provider to answer (deferrals.py)
         # A resolved exclusion or zero is looked at again: its task may have a newer log now.
         if cls.state != "ruled" and not (cls.state == "resolved" and ruling.verdict in EDITS):
             continue

@@ -56,6 +56,8 @@ def ledger_orders(triage: Triage, settled_logs: dict[str, str]) -> list[LedgerOr
         ruling = cls.ruling
         if not cls.in_ledger or ruling is None or not needs_effect(cls.kind, ruling.verdict):
             continue
+        if ruling.until is not None:
+            continue  # it waits for its provider to answer (deferrals.py)
         waiting = cls.tasks.keys() if cls.waiting_tasks is None else cls.waiting_tasks
         due = cls.state == "ruled" and any(task in settled_logs for task in waiting)
         redo = (
@@ -86,6 +88,8 @@ def waiting_tasks(triage: Triage) -> set[str]:
     """Tasks whose ruled log edits on ledger classes are not done yet."""
     tasks: set[str] = set()
     for cls in triage.classes:
+        if cls.ruling is not None and cls.ruling.until is not None:
+            continue  # it waits for its provider, not for a worker (deferrals.py)
         if cls.in_ledger and cls.state == "ruled":
             tasks |= set(cls.tasks if cls.waiting_tasks is None else cls.waiting_tasks)
     return tasks

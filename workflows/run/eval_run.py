@@ -25,6 +25,7 @@ Where each concern lives (each module takes one `RunContext`, eval_run_context.p
 | eval_run_workers.py | spawning and stopping task workers |
 | eval_run_hosts.py | placing task workers on other hosts (`hosts`), and losing a host |
 | eval_run_watch.py | one heartbeating watch activity per worker: exits, hangs, lingering wake the run |
+| eval_run_provider.py | a rerun that waits for its provider (probed on a timer), a stuck provider |
 | eval_run_scan.py | the integrity scan beside the run: each complete task's logs, its end wakes the run |
 | eval_run_views.py, eval_run_state.py | what queries and renderers show (pure) |
 
@@ -73,6 +74,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.run import eval_run_triage as triage
     from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_context import RunContext
+    from steward.workflows.run.eval_run_provider import resume_probing
     from steward.workflows.run.eval_run_watch import watch_all
     from steward.workflows.views import eval_run_views as views
 
@@ -116,6 +118,7 @@ class EvalRun:
             await run_capacity.admit(ctx, "launch")
         else:
             watch_all(ctx)  # re-adopt the workers a continued run carries over
+            resume_probing(ctx)  # and probe for the reruns that wait for their provider
             ctx.show_details()  # a continued run's page says where it stands before its tend
         # A continued run whose handover came between tends waits out the timer it carries.
         due = run_input.state is None or run_input.tend_due

@@ -67,6 +67,7 @@ class RunContext:
         self.scan_shares: dict[str, int] = {}  # running scan -> its connections
         self.scan_counter = 0  # names each scan for its query
         self.scan_outcomes: list[Any] = []  # finished scans the next tend takes in
+        self.probes: dict[str, asyncio.Task[None]] = {}  # class id -> its deferral's probing
 
     @property
     def settings(self) -> RunSettings:

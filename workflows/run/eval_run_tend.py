@@ -21,7 +21,12 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.policy import run_policy as policy
     from steward.workflows.policy.layout import triage_ledger_of
     from steward.workflows.policy.provider_budget import ConnectionShare
-    from steward.workflows.run import eval_run_budget, eval_run_hosts, eval_run_scan
+    from steward.workflows.run import (
+        eval_run_budget,
+        eval_run_hosts,
+        eval_run_provider,
+        eval_run_scan,
+    )
     from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_capacity import (
         account_capacity,
@@ -96,8 +101,10 @@ async def _tend(ctx: RunContext, summary: TendSummary) -> TendSummary:
     summary.restarted += moved  # from a lost host
     await stop_lingering_and_restarted(ctx, ends, summary)
     hung = hung_anomalies(ctx, ends)
+    stuck = eval_run_provider.stuck_anomalies(ctx, ends)
     close_lapsed(ctx, observation, ends)  # before triage files `hung`: a new hang asks anew
-    observation.anomalies = (observation.anomalies or []) + hung
+    eval_run_provider.close_answered(ctx, ends)  # likewise a provider stuck again
+    observation.anomalies = (observation.anomalies or []) + hung + stuck
     versions.read_at_first_tend()
     await follow_options(ctx)
     windows = await ramp(ctx, observation)

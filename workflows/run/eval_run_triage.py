@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.policy.exit_causes import stalled_detail
     from steward.workflows.policy.layout import triage_ledger_of
     from steward.workflows.policy.rulings import RuleRequest, RuleResult
-    from steward.workflows.run import eval_run_scan
+    from steward.workflows.run import eval_run_provider, eval_run_scan
     from steward.workflows.run.eval_run_context import RunContext
 
 
@@ -130,6 +130,8 @@ def rule(ctx: RunContext, request: RuleRequest) -> RuleResult:
         reason=request.reason,
         raised=result.raised,
     )
+    if request.until is not None and result.effect == "ruled":
+        eval_run_provider.defer(ctx, request, result)
     cls = state.triage.find_class(result.class_id)
     step = decisions.run_step(cls.kind, request.verdict) if cls is not None else None
     if cls is not None and step is not None and result.effect == "ruled":
@@ -169,12 +171,21 @@ def _cancel_run(ctx: RunContext, anomaly: Anomaly, request: RuleRequest) -> None
         )
 
 
+def _pause_run(ctx: RunContext, anomaly: Anomaly, request: RuleRequest) -> None:
+    state = ctx.state
+    if not state.paused:
+        reason = f"{anomaly.model or 'the provider'} stopped answering"
+        state.paused, state.pause_reason = True, reason
+        ctx.journal("paused", reason=reason, by=request.by)
+
+
 _RUN_STEPS: dict[decisions.RunStep, Callable[[RunContext, Anomaly, RuleRequest], None]] = {
     "respawn_task": _respawn_task,
     "give_up_task": _give_up_task,
     "restart_worker": _restart_worker,
     "waive_cost_cap": _waive_cost_cap,
     "cancel_run": _cancel_run,
+    "pause_run": _pause_run,
 }
 
 

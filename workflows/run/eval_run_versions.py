@@ -68,6 +68,7 @@ AT_FIRST_TEND = RetiredFlag("ramp-v1", "the automatic ramp", _GOES)
 
 # Flags this release added, each read by its function below (retired as above, later).
 CANCEL_COUNT = "cancel-count-v1"
+DEFERRED_RERUN = "deferred-rerun-v1"
 ROUTE_BY_TIME = "route-by-time-v1"
 
 
@@ -104,6 +105,13 @@ def cancel_counts_from_the_logs() -> bool:
     """cancel-count-v1: a cancel reads the logs once its workers stopped, so its count has
     every completed sample (a run cancelled before it replays without that read)."""
     return workflow.patched(CANCEL_COUNT)
+
+
+def defers_reruns() -> bool:
+    """deferred-rerun-v1, read when a rerun is ruled `--when-provider-answers`: the run probes
+    the provider on a timer of its own (new timers and activities) and carries the rerun out
+    once it answers. A history recorded before it, replayed, applied such a ruling at once."""
+    return workflow.patched(DEFERRED_RERUN)
 
 
 def routes_by_time() -> bool:

@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.activity_io import CONNECTION_ENDS, WatchRequest, WorkerEnd
     from steward.workflows.contracts import TERMINAL_PHASES, Observation, WorkerProcess
     from steward.workflows.names import Activity
-    from steward.workflows.policy import connection_plan, lapsed
+    from steward.workflows.policy import connection_plan, lapsed, provider_stuck
     from steward.workflows.policy.decisions import Anomaly
     from steward.workflows.policy.hosts import HostLost
     from steward.workflows.run import eval_run_hosts
@@ -55,13 +55,21 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
     hang_reported: datetime | None = None
     complete_reported = False
     rate_limit_reported: int | None = None
+    # A stuck provider reported (failing since then): held by the run, so a watch started again
+    # waits for an answer before it reports it again.
+    provider_reported = provider_stuck.reported_since(ctx.state.triage, worker_id)
     while ctx.state.phase not in TERMINAL_PHASES:
         worker = ctx.state.workers.get(worker_id)
         if worker is None:
             return
         try:
             end: WorkerEnd = await _watch_once(
-                ctx, worker, hang_reported, complete_reported, rate_limit_reported
+                ctx,
+                worker,
+                hang_reported,
+                complete_reported,
+                rate_limit_reported,
+                provider_reported,
             )
         except ActivityError:
             if not worker.queue:
@@ -85,6 +93,10 @@ async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
             rate_limit_reported = end.rate_limit_retries  # the tend retunes the budget
         elif end.kind == "recovered":
             hang_reported = None  # the tend closes its decision; a new hang is a new question
+        elif end.kind == "provider_stuck":
+            provider_reported = end.since  # reported; again only after an answer
+        elif end.kind == "provider_answered":
+            provider_reported = None  # the tend closes its decision
         else:
             hang_reported = end.since  # reported; another hang needs a sign of life first
 
@@ -95,6 +107,7 @@ async def _watch_once(
     hang_reported: datetime | None,
     complete_reported: bool,
     rate_limit_reported: int | None,
+    provider_reported: datetime | None = None,
 ) -> WorkerEnd:
     """One watch activity on the worker's host, until it has something to report."""
     pushback, saturation = connection_plan.watch_reports(ctx.state, worker.worker_id)
@@ -109,6 +122,7 @@ async def _watch_once(
             report_pushback=pushback,
             report_saturated=saturation,
             rate_limit_reported=rate_limit_reported,
+            provider_stuck_reported=provider_reported,
         ),
         result_type=WorkerEnd,
         timeout=WATCH_LIFETIME,

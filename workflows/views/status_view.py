@@ -6,6 +6,7 @@ from datetime import datetime
 
 from steward.workflows.contracts import RunState, RunStatus, TaskState
 from steward.workflows.options import format_duration
+from steward.workflows.policy.deferrals import waiting_text
 from steward.workflows.policy.run_policy import llm_cost
 from steward.workflows.run.eval_run_state import describe_state
 
@@ -148,6 +149,12 @@ def render_status_markdown(status: RunStatus) -> str:
         lines.append(
             f"- **Ramp held**: {state.ramp_hold_reason or 'no reason given'} (`steward ramp resume`)"
         )
+    for deferral in state.deferrals:
+        lines.append(
+            f"- **Waiting for the provider**: {waiting_text(deferral)}; next probe "
+            f"{_when(deferral.next_probe_at)}"
+            + (f" (last: {deferral.last_problem})" if deferral.last_problem else "")
+        )
     if state.error:
         lines.append(f"- **Error**: {state.error}")
     if state.workspace_problem:  # seen when one of the files could still be written
@@ -208,6 +215,8 @@ def _decision_lines(state: RunState) -> list[str]:
         ]
         for c in triage.classes:
             ruling = f"{c.ruling.verdict} by {c.ruling.by}" if c.ruling else "—"
+            if c.ruling is not None and c.ruling.until is not None:
+                ruling += " (once the provider answers)"
             lines.append(
                 f"| {c.id} | {c.kind} | {c.title} | {c.count} | {c.state} | {ruling} |"
             )

@@ -80,6 +80,9 @@ _SUMMARIES = {
     Activity.WATCH_WORKER: lambda arg: (
         f"watch worker {arg.worker.worker_id} (pid {arg.worker.pid})"
     ),
+    Activity.PROBE_PROVIDER: lambda arg: (
+        f"probe {', '.join(arg.models)} (a rerun waits for an answer)"
+    ),
 }
 
 
