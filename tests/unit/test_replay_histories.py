@@ -12,6 +12,7 @@ stop at their first workflow task with the refusal, never with a non-determinism
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,9 @@ def _replay_failure(path: Path) -> Exception | None:
     from steward.worker.temporal_worker import WORKFLOWS, workflow_runner
 
     replayer = Replayer(
-        workflows=WORKFLOWS, data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+        workflows=WORKFLOWS,
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
     )
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     result = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
@@ -66,6 +69,18 @@ def test_every_retired_flag_has_a_date_and_none_is_read_as_a_branch():
     flags = [*versions.AT_START, versions.AT_FIRST_TEND]
     assert len({f.id for f in flags}) == len(flags)
     assert all(f.may_go > versions.RELEASE_DATE for f in flags)
+    # Every flag still read as a branch is listed with the date its old branch goes.
+    live = {f.id for f in versions.LIVE}
+    assert all(f.old_branch_goes > versions.RELEASE_DATE for f in versions.LIVE)
+    source = (
+        Path(__file__).resolve().parents[2] / "workflows/run/eval_run_versions.py"
+    ).read_text()
+    patched = set(re.findall(r"workflow\.patched\(([A-Z_]+)\)", source))
+    named = {getattr(versions, name) for name in patched} - {
+        versions.SUPPORTED_SINCE,
+        versions.RELEASE_MARKER,
+    }
+    assert named == live, named ^ live
     # Old branches are deleted: nothing in the workflows reads `workflow.patched` but the
     # versions module (a new flag is added there, with its date).
     root = Path(__file__).resolve().parents[2] / "workflows"

@@ -66,10 +66,29 @@ AT_START = (
 # Read at the first tend, where recorded histories have its marker.
 AT_FIRST_TEND = RetiredFlag("ramp-v1", "the automatic ramp", _GOES)
 
-# Flags this release added, each read by its function below (retired as above, later).
+# Flags this release added, each read by its function below. Their old branch serves runs
+# 0.2.0 started; 0.4 continues only 0.3 runs (which all took the new branch), so there each
+# becomes a deprecate_patch, and the call itself goes in the release after.
 CANCEL_COUNT = "cancel-count-v1"
 DEFERRED_RERUN = "deferred-rerun-v1"
 ROUTE_BY_TIME = "route-by-time-v1"
+
+
+@dataclass(frozen=True)
+class LiveFlag:
+    id: str
+    meaning: str
+    old_branch_goes: date  # in the first release on or after this (0.4)
+
+
+_NEXT_RELEASE = RELEASE_DATE + timedelta(days=30)
+LIVE = (
+    LiveFlag(CANCEL_COUNT, "a cancel counts every sample its logs completed", _NEXT_RELEASE),
+    LiveFlag(DEFERRED_RERUN, "a rerun waits until the provider answers", _NEXT_RELEASE),
+    LiveFlag(
+        ROUTE_BY_TIME, "an agent's item is routed after route_after, not 2 tends", _NEXT_RELEASE
+    ),
+)
 
 
 class UnsupportedRun(Exception):
