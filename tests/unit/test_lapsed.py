@@ -253,3 +253,15 @@ def test_other_kinds_never_lapse():
     )
     absorb(triage, [error])
     assert lapsed.lapsed(triage, TendFacts(completed={f"{ALPHA}#1@1"})) == []
+
+
+def test_a_restarted_watch_knows_the_hang_the_run_still_asks_about():
+    # A continued run starts its watches again: one whose worker's hang is still asked about
+    # must report the recovery itself (the timer may be an hour away), so it is told since when.
+    triage = Triage()
+    decisions.absorb(triage, [hung("w-1", since=30)], StandingRules(), now=at(40), tend=1)
+    assert lapsed.hang_reported_since(triage, "w-1") == at(30)
+    assert lapsed.hang_reported_since(triage, "w-2") is None
+    request = RuleRequest(decision_id=triage.decisions[0].id, verdict="wait", by="ops")
+    rulings.apply_rule(triage, request, StandingRules(), now=at(50), tend=1)
+    assert lapsed.hang_reported_since(triage, "w-1") is None  # ruled: nothing is asked any more

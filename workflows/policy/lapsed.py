@@ -85,6 +85,20 @@ def watched_samples(triage: Triage) -> list[str]:
     return sorted(refs)
 
 
+def hang_reported_since(triage: Triage, worker_id: str) -> datetime | None:
+    """When the silence began that an open hang of `worker_id` reported (None: none is open).
+    A watch started again (a continued run re-adopts its workers) then reports the worker's
+    recovery rather than waiting for a tend that, with the timer far off, may not come."""
+    for cls in triage.classes:
+        if cls.kind != "hung_worker" or cls.state not in UNRULED:
+            continue
+        for instance in reversed(cls.instances):
+            worker, _, since = (instance.anomaly.uuid or "").partition("@")
+            if worker == worker_id and since:
+                return datetime.fromisoformat(since)
+    return None
+
+
 def lapsed(triage: Triage, facts: TendFacts) -> list[Lapse]:
     """The instances of unruled hang and stuck classes that no longer hold, given `facts`."""
     found = []

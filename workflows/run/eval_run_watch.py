@@ -52,7 +52,8 @@ def watch_all(ctx: RunContext) -> None:
 
 
 async def _watch_loop(ctx: RunContext, worker_id: str) -> None:
-    hang_reported: datetime | None = None
+    # A hang the run still asks about (a continued run's watch starts again): report recovery.
+    hang_reported = lapsed.hang_reported_since(ctx.state.triage, worker_id)
     complete_reported = False
     rate_limit_reported: int | None = None
     # A stuck provider reported (failing since then): held by the run, so a watch started again
