@@ -11,7 +11,17 @@ from typing import Annotated
 import typer
 
 from steward.cli.context import machine_options
-from steward.cli.output import FAILED, OK, CommandError, bad_input, command, console, emit, finish
+from steward.cli.output import (
+    FAILED,
+    OK,
+    CommandError,
+    bad_input,
+    command,
+    console,
+    emit,
+    errors,
+    finish,
+)
 from steward.cli.params import JsonOpt
 from steward.worker import embedded
 from steward.worker.connect import Target, target_for
@@ -240,7 +250,7 @@ def service_install(
         outcome = service_units.install(data_dir(), watchdog_interval=interval)
     except service_units.UnitsError as err:
         raise bad_input(str(err)) from err
-    emit(as_json, {"ok": True, **outcome.as_dict()}, lambda: _print_outcome(outcome))
+    _service_result(as_json, outcome, "enabled")
 
 
 @command
@@ -249,7 +259,28 @@ def service_uninstall(as_json: JsonOpt = False) -> None:
     from steward.worker import service_units
 
     outcome = service_units.uninstall()
-    emit(as_json, {"ok": True, **outcome.as_dict()}, lambda: _print_outcome(outcome))
+    _service_result(as_json, outcome, "removed")
+
+
+def _service_result(as_json: bool, outcome, done: str) -> None:
+    """What was written and run; where the service manager did not take it, exit 1 with one
+    sentence saying so, why, and that the commands above are the ones to run by hand."""
+    emit(as_json, {"ok": outcome.applied, **outcome.as_dict()}, lambda: _print_outcome(outcome))
+    if outcome.applied:
+        return
+    # Launchd loads agent by agent; systemd's daemon-reload alone enables nothing.
+    some = any(
+        line.endswith(": ok") and "daemon-reload" not in line for line in outcome.ran
+    ) or any(line.startswith("removed") for line in outcome.written)
+    if not as_json:
+        errors.print(
+            f"{'Not everything' if some else 'Nothing'} was {done}: {outcome.reason}. "
+            "Run the commands above (run:) by hand where the service manager answers.",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+    finish(FAILED)
 
 
 @command

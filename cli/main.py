@@ -87,7 +87,11 @@ def _main(
     show_version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            metavar="",  # a plain flag: Typer would show "<bool>" as if it took a value
+            help="Print the version and exit.",
         ),
     ] = False,
 ) -> None:

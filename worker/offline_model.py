@@ -172,7 +172,7 @@ class OfflineModel(ModelAPI):
         # Inspect's default backoff starts at 3 s; a simulator should recover fast.
         from tenacity import wait_exponential_jitter
 
-        return wait_exponential_jitter(initial=0.05, max=0.5, jitter=0.05)
+        return wait_exponential_jitter(multiplier=0.05, max=0.5, jitter=0.05)
 
     async def count_text_tokens(self, text: str) -> int:
         return len(text.split())

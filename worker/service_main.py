@@ -11,7 +11,6 @@ The server is exec'd in place: the manager watches the dev server's own process.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 
@@ -31,10 +30,11 @@ def main(which: str) -> None:
         )
         os.execv(command[0], command)
     if which == "worker":
+        from steward.worker.log_setup import configure_worker_logging
         from steward.worker.temporal_worker import serve
 
         embedded.write_pid("worker", os.getpid())
-        logging.basicConfig(level=logging.INFO)
+        configure_worker_logging()
         try:
             asyncio.run(serve(target, embedded.worker_ready_marker()))
         finally:

@@ -48,10 +48,19 @@ class Outcome:
     written: list[str] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)  # commands run, with how they ended
     todo: list[str] = field(default_factory=list)  # what the user still has to run
+    # Why the manager did not take the change (not on PATH, or a command's error); None when
+    # it did. Install then enabled nothing; uninstall removed nothing.
+    reason: str | None = None
+
+    @property
+    def applied(self) -> bool:
+        return self.reason is None
 
     def as_dict(self) -> dict:
         return {
             "manager": self.manager,
+            "applied": self.applied,
+            "reason": self.reason,
             "written": self.written,
             "ran": self.ran,
             "todo": self.todo,
@@ -202,19 +211,20 @@ def launchd_plist(service: str, python: str, data: Path) -> bytes:
     )
 
 
-def _run(command: list[str], outcome: Outcome) -> bool:
+def _run(command: list[str], outcome: Outcome) -> str | None:
+    """Run one manager command; what went wrong, as `ran` records it, or None when it worked."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as err:
         outcome.ran.append(f"{' '.join(command)}: {err}")
-        return False
+        return outcome.ran[-1]
     said = (done.stderr or done.stdout).strip().splitlines()
     outcome.ran.append(
         f"{' '.join(command)}: "
         + ("ok" if done.returncode == 0 else f"exit {done.returncode}")
         + (f" ({said[-1]})" if said and done.returncode else "")
     )
-    return done.returncode == 0
+    return None if done.returncode == 0 else outcome.ran[-1]
 
 
 class UnitsError(Exception):
@@ -270,32 +280,48 @@ def install(
 
 
 def uninstall() -> Outcome:
+    """Stop and disable the units, then delete them. Where the manager is there but does not
+    answer, nothing is deleted: a unit file gone while still enabled is one the manager can
+    no longer stop or disable; the commands to run by hand are in `todo`."""
     outcome = Outcome(manager())
     paths = [unit_dir() / unit_name(s) for s in SERVICES] + watchdog_files()
+    present = [p for p in paths if p.exists()]
     if outcome.manager == "launchd":
-        commands = [["launchctl", "unload", "-w", str(p)] for p in paths if p.exists()]
-        _apply(commands, "launchctl", outcome)
+        tool = "launchctl"
+        commands = [["launchctl", "unload", "-w", str(p)] for p in present]
     else:
+        tool = "systemctl"
         # The timer first: it would start the watchdog's service again.
         units = [watchdog_files()[0].name] + [unit_name(s) for s in (*SERVICES, WATCHDOG)]
-        _apply([["systemctl", "--user", "disable", "--now", *units]], "systemctl", outcome)
-    for path in paths:
-        if path.exists():
-            path.unlink()
-            outcome.written.append(f"removed {path}")
-    if outcome.manager == "systemd":
+        commands = [["systemctl", "--user", "disable", "--now", *units]] if present else []
+    # Without the manager on PATH nothing can have enabled the units: deleting them is enough.
+    if shutil.which(tool) is not None and commands:
+        _apply(commands, tool, outcome)
+        if not outcome.applied:
+            outcome.todo.extend(f"rm {p}" for p in present)
+            if outcome.manager == "systemd":
+                outcome.todo.append("systemctl --user daemon-reload")
+            return outcome
+    for path in present:
+        path.unlink()
+        outcome.written.append(f"removed {path}")
+    if outcome.manager == "systemd" and shutil.which(tool) is not None and present:
         _apply([["systemctl", "--user", "daemon-reload"]], "systemctl", outcome)
     return outcome
 
 
 def _apply(commands: list[list[str]], tool: str, outcome: Outcome) -> None:
-    """Run the manager's commands where it is present and answers; else say what to run."""
+    """Run the manager's commands where it is present and answers; else say what to run, and
+    why, in `outcome.reason`."""
     if shutil.which(tool) is None:
         outcome.todo[:0] = [" ".join(c) for c in commands]
+        outcome.reason = f"{tool} is not on PATH"
         return
     for index, command in enumerate(commands):
-        if not _run(command, outcome):
+        failed = _run(command, outcome)
+        if failed:
             outcome.todo[:0] = [" ".join(c) for c in commands[index:]]
+            outcome.reason = failed
             return
 
 

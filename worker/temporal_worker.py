@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -41,6 +40,7 @@ from steward.activities.workspace.options import read_ramp_settings
 from steward.activities.workspace.workspace_files import write_workspace
 from steward.worker.connect import Target, connect, host_queue
 from steward.worker.host_presence import keep_present
+from steward.worker.log_setup import configure_worker_logging
 from steward.worker.payload_guard import PayloadGuard
 from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
@@ -161,7 +161,7 @@ def main() -> None:
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--ready-file", type=Path)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO)
+    configure_worker_logging()
     asyncio.run(
         serve(Target(args.address, args.namespace, embedded=True, ui_url=None), args.ready_file)
     )

@@ -4,6 +4,7 @@ uninstall that say what to run where the service manager does not answer."""
 
 from __future__ import annotations
 
+import json
 import plistlib
 import shutil
 import subprocess
@@ -50,13 +51,13 @@ def test_install_writes_the_units_and_says_what_to_run(no_manager):
     assert f'Environment="STEWARD_DATA_DIR={data}"' in worker
     assert "After=steward-temporal.service" in worker and "Restart=on-failure" in worker
 
+    assert outcome.reason == "systemctl is not on PATH" and not outcome.applied
+
+    # Without systemctl nothing can have enabled them: deleting them is the whole uninstall.
     removed = service_units.uninstall()
     assert not any((no_manager / "config/systemd/user").iterdir())
     assert len([w for w in removed.written if w.startswith("removed")]) == 4
-    assert (
-        "systemctl --user disable --now steward-watchdog.timer steward-temporal.service "
-        "steward-worker.service steward-watchdog.service"
-    ) in removed.todo
+    assert removed.todo == [] and removed.applied
 
 
 def test_the_watchdog_runs_doctor_notify_on_a_timer_of_its_own(no_manager):
@@ -180,3 +181,80 @@ def test_a_watchdog_interval_that_cannot_be_is_refused_and_nothing_is_written(
     assert said in done.stderr and "--watchdog-interval" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "config").exists()
+
+
+def _fake_systemctl(tmp_path, script: str) -> dict[str, str]:
+    """A `systemctl` first on PATH: the user's service manager as it answers (or not) here."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "systemctl"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    return {
+        "STEWARD_DATA_DIR": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+    }
+
+
+BUS_DOWN = 'echo "Failed to connect to bus: No medium found" >&2\nexit 1\n'
+
+
+def _service(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "steward.cli", "service", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=env["STEWARD_DATA_DIR"].rsplit("/", 1)[0],
+    )
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="systemd units")
+def test_install_says_nothing_was_enabled_and_fails_when_the_manager_does_not_answer(tmp_path):
+    env = _fake_systemctl(tmp_path, BUS_DOWN)
+    done = _service(env, "install")
+    assert done.returncode == 1, done.stderr
+    assert (
+        "Nothing was enabled: systemctl --user daemon-reload: exit 1 "
+        "(Failed to connect to bus: No medium found)." in done.stderr
+    )
+    assert "run:   systemctl --user daemon-reload" in done.stdout
+    assert "run:   systemctl --user enable --now steward-temporal.service" in done.stdout
+    assert "Traceback" not in done.stderr
+
+    as_json = json.loads(_service(env, "install", "--json").stdout)
+    assert as_json["ok"] is False and as_json["applied"] is False
+    assert "Failed to connect to bus" in as_json["reason"]
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="systemd units")
+def test_uninstall_disables_the_units_before_it_deletes_them(tmp_path):
+    calls = tmp_path / "calls"
+    units = tmp_path / "config/systemd/user"
+    # Each call records its arguments and how many unit files were there when it ran.
+    env = _fake_systemctl(tmp_path, f'echo "$* $(ls {units} | wc -l)" >> {calls}\n')
+    assert _service(env, "install").returncode == 0
+    calls.unlink()
+    done = _service(env, "uninstall")
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines() == [
+        "--user disable --now steward-watchdog.timer steward-temporal.service "
+        "steward-worker.service steward-watchdog.service 4",
+        "--user daemon-reload 0",
+    ]
+    assert not any(units.iterdir())
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="systemd units")
+def test_uninstall_removes_nothing_while_the_manager_does_not_answer(tmp_path):
+    env = _fake_systemctl(tmp_path, BUS_DOWN)
+    _service(env, "install")
+    done = _service(env, "uninstall")
+    assert done.returncode == 1
+    assert "Nothing was removed: systemctl --user disable --now" in done.stderr
+    assert len(list((tmp_path / "config/systemd/user").iterdir())) == 4  # still disable-able
+    todo = [line for line in done.stdout.splitlines() if line.startswith("run:")]
+    assert todo[0].startswith("run:   systemctl --user disable --now steward-watchdog.timer")
+    assert todo[1].startswith("run:   rm ") and todo[-1] == "run:   systemctl --user daemon-reload"
