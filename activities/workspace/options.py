@@ -69,6 +69,23 @@ def _describe_allowed(error: dict) -> str:
     return message
 
 
+def _file_then_env_then_dotenv(from_file: dict[str, Any]) -> Any:
+    """pydantic-settings' source hook in the options' order: _steward.yaml, then STEWARD_*,
+    then the .env chain."""
+
+    def settings_customise_sources(
+        cls: Any,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (InitSettingsSource(settings_cls, from_file), env_settings, dotenv_settings)
+
+    return classmethod(settings_customise_sources)
+
+
 def load_options(workspace: Path, *, sendable: bool = False) -> StewardOptions:
     """Resolve the workspace's options or raise OptionsError. `sendable`: they are bound for
     Temporal, so a value too large to travel is refused too (an activity reading one option
@@ -91,16 +108,7 @@ def load_options(workspace: Path, *, sendable: bool = False) -> StewardOptions:
             frozen=True,
         )
 
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return (InitSettingsSource(settings_cls, from_file), env_settings, dotenv_settings)
+        settings_customise_sources = _file_then_env_then_dotenv(from_file)
 
     try:
         loaded = WorkspaceOptions()
@@ -248,16 +256,7 @@ def load_connection_options(workspace: Path) -> StewardOptions:
             env_prefix=ENV_PREFIX, env_file=tuple(dotenvs) or None, extra="ignore"
         )
 
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return (InitSettingsSource(settings_cls, from_file), env_settings, dotenv_settings)
+        settings_customise_sources = _file_then_env_then_dotenv(from_file)
 
     fields: Any = {
         name: (StewardOptions.model_fields[name].annotation, StewardOptions.model_fields[name])
