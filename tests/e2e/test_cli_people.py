@@ -59,7 +59,13 @@ def test_a_spinner_names_the_step_at_a_terminal_and_json_stays_clean(steward, wo
     assert code == 0 and "resolving" not in seen
     assert json.loads(seen)["tasks"][0]["identifier"] == identifier  # whole in --json
     piped = steward("tasks", cwd=workspace)
-    assert piped.code == 0 and "resolving" not in piped.stdout + piped.stderr
+    assert piped.code == 0 and "resolving" not in piped.stdout  # stdout is the result alone
+    # Off a terminal no spinner: at most plain lines, said only when the step took over
+    # step_progress.QUIET_S (a loaded machine), never frames or escape codes.
+    assert "\r" not in piped.stderr and not ANSI.search(piped.stderr), piped.stderr
+    assert all(
+        line.startswith("resolving evalset.py (capture)") for line in piped.stderr.splitlines()
+    ), piped.stderr
 
 
 def test_links_and_paths_are_never_broken_at_80_columns(steward, workspace_root):

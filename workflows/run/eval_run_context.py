@@ -184,11 +184,16 @@ class RunContext:
 
     def status(self) -> RunStatus:
         info = workflow.info()
+        # The time set by the last tend, unless the run has since come to wait for commands
+        # (a scan or a ruling settled between tends): no time beside a timer that will not fire.
+        next_tend_at = None if waits_for_commands(self.state) else self.state.next_tend_at
         return RunStatus(
             workflow_id=info.workflow_id,
             run_id=info.run_id,
             workspace=self.workspace,
-            state=self.state.model_copy(update={"pending_journal": []}),
+            state=self.state.model_copy(
+                update={"pending_journal": [], "next_tend_at": next_tend_at}
+            ),
             tend_interval=self.settings.tend_interval,
             web_ui=self.input.web_ui,
             host_queue=self.input.host_queue,
