@@ -18,8 +18,10 @@ from steward.workflows.views.status_view import (
     cost_line,
     hosts_line,
     scan_line,
+    task_cells,
     task_rows,
 )
+from steward.workflows.views.vocabulary import COLUMN_LABELS, tends_text
 
 
 def _when(at) -> str:
@@ -81,21 +83,19 @@ def _progress_age(status: RunStatus) -> str | None:
 
 
 def task_table(status: RunStatus, title: str | None = None) -> Table:
-    """Each task's progress (done/total, errors, in flight, setpoint, workers started)."""
+    """Each task's progress, in the columns and words of vocabulary.py (task and model share
+    a cell)."""
     table = Table(title=title)
     table.add_column("task / model", no_wrap=True)
-    for column in ("state", "samples", "errors", "flight", "setpoint", "tries"):
+    shown = COLUMN_LABELS[2:]
+    for column in shown:
         table.add_column(column, no_wrap=True)
     for row in task_rows(status.state.tasks):
-        table.add_row(
-            f"{row['task']}\n[dim]{row['model']}[/]",
-            row["phase"] + (f"\n[dim]on {row['host']}[/]" if row["host"] else ""),
-            f"{row['done']}/{row['total']}",
-            str(row["errored"]),
-            str(row["in_flight"]),
-            f"{row['max_samples']}{' pinned' if row['pinned'] else ''}",
-            str(row["attempts"]),
-        )
+        cells = task_cells(row)
+        cells["task"] = f"{escape(row['task'])}\n[dim]{escape(row['model'])}[/]"
+        if row["host"]:
+            cells["state"] += f"\n[dim]on {row['host']}[/]"
+        table.add_row(cells["task"], *(cells[label] for label in shown))
     return table
 
 
@@ -104,7 +104,7 @@ def waiting_table(status: RunStatus) -> Table:
     state = status.state
     title = (
         f"{describe_state(state)}: {state.samples_done}/{state.samples_total} samples "
-        f"(tend #{state.tend_count}) — waiting until it finishes, stalls or ends"
+        f"({tends_text(state.tend_count)}) — waiting until it finishes, stalls or ends"
     )
     return task_table(status, title=title)
 
@@ -116,7 +116,7 @@ def print_status(status: RunStatus) -> None:
     )
     console.print(
         f"state: [bold]{describe_state(state)}[/]   samples {state.samples_done}/{state.samples_total}   "
-        f"tend #{state.tend_count}   last {_when(state.last_tend_at)}   {_next_tend(status)}",
+        f"{tends_text(state.tend_count)}, last {_when(state.last_tend_at)}   {_next_tend(status)}",
         highlight=False,
     )
     if state.paused:

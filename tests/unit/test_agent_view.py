@@ -275,7 +275,10 @@ DECISION_KEYS = {
     "id", "kind", "owner", "raised_for", "question", "verdicts", "command", "raised_at",
     "routed", "routed_at", "routed_because", "route_at",
 }  # fmt: skip
-TASK_KEYS = {"name", "model", "state", "done", "total", "in_flight", "errors", "host"}
+TASK_KEYS = {
+    "name", "model", "state", "done", "total", "in_flight", "errors", "setpoint", "pinned",
+    "attempts", "host",
+}  # fmt: skip
 BLOCKER_KEYS = {"kind", "what", "owner", "command", "ids"}
 
 

@@ -7,10 +7,10 @@ state is not part of it (`status --json --full` adds it, unversioned).
 |---|---|
 | schema | "steward.status/1" |
 | workflow_id, workspace, web_ui | which run, where its files are, its Temporal web UI page |
-| phase, phase_text | the run's phase; the same for people (queue position, "paused") |
+| phase, phase_text | the run's phase (a word of vocabulary.PHASES, as `status` says it); the same for people (queue position, "paused") |
 | paused, pause_reason | no new workers are started while paused |
 | samples | {done, total} across the run |
-| tasks | per task: name, model, state, done, total, in_flight, errors, host |
+| tasks | per task: name, model, state, done, total, in_flight, errors, setpoint, pinned, attempts, host (the columns of vocabulary.TASK_COLUMNS, by key) |
 | decisions | open decisions: id, kind, owner (now), raised_for, question, verdicts, command (to answer, for its owner), raised_at, routed, routed_at, routed_because, route_at |
 | signoff_blockers | what stands between the run and its signoff: kind, what, owner (operator / agent / run), command, ids (`steward signoff --check` shows the same list) |
 | tends, last_tend_at | tends so far, and when the last ended |
@@ -84,6 +84,9 @@ def task_view(task: TaskState) -> dict[str, Any]:
         "total": task.spec.planned_samples,
         "in_flight": task.progress.in_flight,
         "errors": task.progress.errored,
+        "setpoint": task.max_samples,
+        "pinned": task.pinned,
+        "attempts": task.attempts,
         "host": task.host,
     }
 

@@ -9,6 +9,7 @@ from steward.workflows.options import format_duration
 from steward.workflows.policy.deferrals import waiting_text
 from steward.workflows.policy.run_policy import llm_cost
 from steward.workflows.run.eval_run_state import describe_state
+from steward.workflows.views.vocabulary import COLUMN_LABELS, setpoint_text, tends_text
 
 
 def _when(at: datetime | None) -> str:
@@ -32,6 +33,20 @@ def task_rows(tasks: list[TaskState]) -> list[dict]:
         }
         for t in tasks
     ]
+
+
+def task_cells(row: dict) -> dict[str, str]:
+    """A task's row (task_rows) as the text of each column, by its label (vocabulary.py)."""
+    return {
+        "task": row["task"],
+        "model": row["model"],
+        "state": row["phase"],
+        "samples": f"{row['done']}/{row['total']}",
+        "errors": str(row["errored"]),
+        "in flight": str(row["in_flight"]),
+        "setpoint": setpoint_text(row["max_samples"], row["pinned"]),
+        "attempts": str(row["attempts"]),
+    }
 
 
 def hosts_line(state: RunState) -> str | None:
@@ -73,7 +88,7 @@ def connection_lines(state: RunState) -> list[str]:
         shares = "/".join(str(s) for _, s in sorted(budget.shares.items()))
         lines.append(
             f"{endpoint}: {budget.limit} connections ({origin})"
-            + (f", workers' ceilings {shares}" if shares else "")
+            + (f", each task worker's ceiling {shares}" if shares else "")
             + (f", {budget.pushbacks} pushback(s)" if budget.pushbacks else "")
         )
     return lines
@@ -96,7 +111,7 @@ def cost_line(state: RunState) -> str | None:
     return (
         f"LLM {llm.total_tokens():,} tokens, {dollars}"
         + (f" [{models}]" if models else "")
-        + f" · reserved capacity {state.cost.gi_minutes:,.1f} Gi·min"
+        + f" · reserved capacity {state.cost.gi_minutes:,.1f} Gi·min (sandbox memory × time held)"
     )
 
 
@@ -109,7 +124,7 @@ def render_status_markdown(status: RunStatus) -> str:
         f"- Workflow: `{status.workflow_id}`" + (f" — {status.web_ui}" if status.web_ui else ""),
         f"- Progress: {state.samples_done} / {state.samples_total} samples",
         f"- Started: {_when(state.started_at)}",
-        f"- Last tend: {_when(state.last_tend_at)} (tend #{state.tend_count})",
+        f"- Last tend: {_when(state.last_tend_at)} ({tends_text(state.tend_count)})",
         f"- Next tend: {_when(state.next_tend_at)} (every {format_duration(status.tend_interval)})",
         f"- Logs: `{state.log_dir or '—'}`",
     ]
@@ -178,16 +193,14 @@ def render_status_markdown(status: RunStatus) -> str:
         )
     lines += [
         "",
-        "| task | model | state | samples | errors | in flight | max_samples | attempts |",
-        "|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(COLUMN_LABELS) + " |",
+        "|" + "---|" * len(COLUMN_LABELS),
     ]
     for row in task_rows(state.tasks):
-        lines.append(
-            f"| {row['task']} | {row['model']} | {row['phase']}"
-            f"{' on ' + row['host'] if row['host'] else ''} | {row['done']}/{row['total']} "
-            f"| {row['errored']} | {row['in_flight']} "
-            f"| {row['max_samples']}{' (pinned)' if row['pinned'] else ''} | {row['attempts']} |"
-        )
+        cells = task_cells(row)
+        if row["host"]:
+            cells["state"] += f" on {row['host']}"
+        lines.append("| " + " | ".join(cells[label] for label in COLUMN_LABELS) + " |")
     lines += _decision_lines(state)
     return "\n".join(lines) + "\n"
 

@@ -15,7 +15,11 @@ from steward.workflows.contracts import RunState, TaskSpec
 from steward.workflows.names import Activity
 from steward.workflows.options import format_duration
 from steward.workflows.run.eval_run_state import describe_state
-from steward.workflows.views.status_view import task_rows
+from steward.workflows.views.status_view import task_cells, task_rows
+from steward.workflows.views.vocabulary import tends_text
+
+# The per-task columns the web UI's details show (vocabulary.py's words, a subset).
+UI_COLUMNS = ("task", "state", "samples", "errors", "in flight", "setpoint")
 
 
 def static_summary(workspace: str, tasks: list[TaskSpec] | None) -> str:
@@ -39,7 +43,7 @@ def current_details(workspace: str, state: RunState, next_tend: str) -> str:
     static summary of its own: Temporal does not carry it over, so the workspace is here too)."""
     lines = [
         f"**{describe_state(state)}** · {state.samples_done}/{state.samples_total} samples · "
-        f"tend #{state.tend_count} · {next_tend}",
+        f"{tends_text(state.tend_count)} · {next_tend}",
         "",
         f"Workspace `{workspace}`",
     ]
@@ -48,12 +52,11 @@ def current_details(workspace: str, state: RunState, next_tend: str) -> str:
     if state.tasks:
         lines += [
             "",
-            "| task | state | samples | errors | in flight | setpoint |",
-            "|---|---|---|---|---|---|",
+            "| " + " | ".join(UI_COLUMNS) + " |",
+            "|" + "---|" * len(UI_COLUMNS),
         ]
         lines += [
-            f"| {r['task']} | {r['phase']} | {r['done']}/{r['total']} | {r['errored']} | "
-            f"{r['in_flight']} | {r['max_samples']} |"
+            "| " + " | ".join(task_cells(r)[label] for label in UI_COLUMNS) + " |"
             for r in task_rows(state.tasks)
         ]
     decisions = state.triage.open_decisions()
