@@ -1,7 +1,9 @@
 """An OpenAI-compatible model provider on 127.0.0.1, with limits, for tests, bench and demos.
 
     python -m steward.worker.provider_simulator [--port 0] [--port-file F] [--concurrency 120]
-        [--rpm 0] [--latency 0.5] [--jitter 0.1] [--error-rate 0] [--retry-after 1]
+        [--rpm 0] [--tpm 0] [--burst 10] [--headers none|openai|anthropic]
+        [--latency 0.5] [--jitter 0.1] [--latency-shape uniform|lognormal|tokens] [--sigma 0.5]
+        [--output-tokens 0] [--error-rate 0] [--retry-after 1]
         [--scan-flag-rate 0] [--scan-flag REGEX] [--fail-status 0]
 
 Inspect reaches it through its real `openai-api` provider: model `openai-api/sim/<name>`,
@@ -16,7 +18,16 @@ it, as the offline model's STEWARD_OFFLINE_FLAG; otherwise `--scan-flag-rate` of
 are positive, chosen by a hash of the transcript (its scan nonce left out), so asking again,
 in this scan or the next, gets the same verdict. Rate 0 (the default) flags none, 1 flags all.
 
-Past its concurrency limit or its requests-per-minute it answers 429 with `Retry-After`;
+Past its concurrency limit it answers 429 with `Retry-After` (`--retry-after`). `--rpm` and
+`--tpm` are per-minute token buckets refilled continuously, each holding `--burst` seconds of
+refill (worker/provider_limits.py); a request takes one request and its prompt's tokens plus its
+answer's, and past either it gets a 429 whose `retry-after` (and, OpenAI-style, `retry-after-ms`)
+is when it would be admitted. `--headers openai` puts `x-ratelimit-{limit,remaining,reset}-
+{requests,tokens}` on every answer and 429, `--headers anthropic` puts
+`anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}` there (and its 5xx are 529
+overloaded). `--latency-shape lognormal` draws each answer's time around `--latency` (shape
+`--sigma`); `tokens` makes answers `--output-tokens` long (0.5-1.5x, as their usage says) and
+their time in proportion (`--latency` at the mean).
 `--error-rate` of requests get a 500 (scanner prompts alike: it is one provider).
 `--fail-status 503` is an outage: every request is answered at once with that status (0, the
 default: none), until it is set back to 0.
@@ -36,8 +47,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections import deque
 from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +59,32 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from steward.worker.offline_model import reply_for, scanner_transcript, scanner_verdict
+from steward.worker.provider_limits import (
+    HEADER_STYLES,
+    LATENCY_SHAPES,
+    Buckets,
+    TokenBucket,
+    latency,
+    output_tokens,
+    rate_limit_headers,
+    retry_headers,
+)
 
 
 @dataclass
 class Limits:
     concurrency: int = 120  # requests in flight at once; 0 = unlimited
-    rpm: int = 0  # requests accepted per rolling minute; 0 = unlimited
+    rpm: int = 0  # requests accepted per minute (continuous refill); 0 = unlimited
     latency: float = 0.5  # mean seconds per answer
     jitter: float = 0.1  # +/- uniform seconds around the mean
     error_rate: float = 0.0  # share of requests answered 500
-    retry_after: float = 1.0  # seconds, sent with every 429
+    retry_after: float = 1.0  # seconds, sent with a concurrency 429
+    tpm: int = 0  # tokens accepted per minute (continuous refill); 0 = unlimited
+    burst: float = 10.0  # seconds of refill each per-minute bucket holds
+    headers: str = "none"  # rate-limit headers: none, openai, anthropic
+    latency_shape: str = "uniform"  # uniform (+/- jitter), lognormal, tokens
+    sigma: float = 0.5  # the lognormal's shape
+    output_tokens: int = 0  # an answer's tokens as its usage reports them (0: its words)
     scan_flag_rate: float = 0.0  # share of scanned transcripts judged positive (0..1)
     scan_flag: str | None = None  # regex: when set, positive iff the transcript matches it
     fail_status: int = 0  # an outage: every request answered with this status (0: none)
@@ -68,6 +95,8 @@ class Stats:
     served: int = 0
     scanned: int = 0  # of those served, scanner prompts answered with a verdict
     rate_limited: int = 0
+    requests: int = 0  # every chat request, answered or refused
+    tokens: int = 0  # tokens of the answered requests (prompt + completion, as usage says)
     errors: int = 0
     failed: int = 0  # of the errors, answered with fail_status (the outage)
     in_flight: int = 0
@@ -79,17 +108,31 @@ class Simulator:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.stats = Stats()
-        self.accepted: deque[float] = deque()  # acceptance times within the last minute
+        self.buckets = self._buckets()
 
-    def _over_limit(self) -> str | None:
-        now = time.monotonic()
-        while self.accepted and now - self.accepted[0] > 60:
-            self.accepted.popleft()
-        if self.limits.concurrency and self.stats.in_flight >= self.limits.concurrency:
-            return "concurrency"
-        if self.limits.rpm and len(self.accepted) >= self.limits.rpm:
-            return "requests per minute"
-        return None
+    def _buckets(self) -> Buckets:
+        limits = self.limits
+        return Buckets(
+            requests=TokenBucket(limits.rpm, limits.burst) if limits.rpm else None,
+            tokens=TokenBucket(limits.tpm, limits.burst) if limits.tpm else None,
+        )
+
+    def _headers(self, now: float) -> dict[str, str]:
+        return rate_limit_headers(self.limits.headers, self.buckets, now, datetime.now(UTC))
+
+    def _refusal(self, limit: str, headers: dict[str, str]) -> JSONResponse:
+        self.stats.rate_limited += 1
+        return JSONResponse(
+            {
+                "error": {
+                    "message": f"Rate limit reached ({limit})",
+                    "type": "rate_limit_error",
+                    "code": "rate_limit_exceeded",
+                }
+            },
+            status_code=429,
+            headers=headers,
+        )
 
     async def chat(self, request: Request) -> JSONResponse:
         body = await request.json()
@@ -100,40 +143,56 @@ class Simulator:
                 {"error": {"message": "simulated outage", "type": "server_error"}},
                 status_code=self.limits.fail_status,
             )
-        limit = self._over_limit()
-        if limit is not None:
-            self.stats.rate_limited += 1
-            return JSONResponse(
-                {
-                    "error": {
-                        "message": f"Rate limit reached ({limit})",
-                        "type": "rate_limit_error",
-                        "code": "rate_limit_exceeded",
-                    }
-                },
-                status_code=429,
-                headers={"retry-after": f"{self.limits.retry_after:g}"},
+        self.stats.requests += 1
+        limits, now = self.limits, time.monotonic()
+        if limits.concurrency and self.stats.in_flight >= limits.concurrency:
+            return self._refusal(
+                "concurrency",
+                {**self._headers(now), "retry-after": f"{limits.retry_after:g}"},
             )
-        self.accepted.append(time.monotonic())
+        prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
+        verdict = scan_verdict(prompt, limits)
+        answer = verdict if verdict is not None else reply_for(prompt)
+        prompt_tokens = len(prompt.split())
+        completion_tokens = max(
+            len(answer.split()), output_tokens(limits.output_tokens, limits.latency_shape)
+        )
+        limit = self.buckets.admit(prompt_tokens + completion_tokens, now)
+        if limit is not None:
+            wait = self.buckets.retry_after(prompt_tokens + completion_tokens, now)
+            return self._refusal(
+                limit, {**self._headers(now), **retry_headers(limits.headers, wait)}
+            )
+        headers = self._headers(now)
         self.stats.in_flight += 1
         self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
         try:
-            delay = max(
-                0.0, self.limits.latency + random.uniform(-self.limits.jitter, self.limits.jitter)
-            )
-            await asyncio.sleep(delay)
-            if random.random() < self.limits.error_rate:
-                self.stats.errors += 1
-                return JSONResponse(
-                    {"error": {"message": "simulated server error", "type": "server_error"}},
-                    status_code=500,
+            await asyncio.sleep(
+                latency(
+                    limits.latency,
+                    limits.jitter,
+                    limits.latency_shape,
+                    completion_tokens,
+                    limits.output_tokens,
+                    limits.sigma,
                 )
-            prompt = "\n".join(_text(m.get("content")) for m in body.get("messages", []))
-            verdict = scan_verdict(prompt, self.limits)
-            answer = verdict if verdict is not None else reply_for(prompt)
+            )
+            if random.random() < limits.error_rate:
+                self.stats.errors += 1
+                overloaded = limits.headers == "anthropic"
+                return JSONResponse(
+                    {
+                        "error": {
+                            "message": "overloaded" if overloaded else "simulated server error",
+                            "type": "overloaded_error" if overloaded else "server_error",
+                        }
+                    },
+                    status_code=529 if overloaded else 500,
+                    headers=headers,
+                )
             self.stats.served += 1
             self.stats.scanned += verdict is not None
-            prompt_tokens, completion_tokens = len(prompt.split()), len(answer.split())
+            self.stats.tokens += prompt_tokens + completion_tokens
             return JSONResponse(
                 {
                     "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -152,7 +211,8 @@ class Simulator:
                         "completion_tokens": completion_tokens,
                         "total_tokens": prompt_tokens + completion_tokens,
                     },
-                }
+                },
+                headers=headers,
             )
         finally:
             self.stats.in_flight -= 1
@@ -168,6 +228,8 @@ class Simulator:
             return JSONResponse({"error": str(err)}, status_code=400)
         for name, value in values.items():
             setattr(self.limits, name, value)
+        if {"rpm", "tpm", "burst"} & set(values):
+            self.buckets = self._buckets()
         return JSONResponse(asdict(self.limits))
 
     async def report(self, request: Request) -> JSONResponse:
@@ -233,6 +295,9 @@ def _setting(name: str, value: Any) -> Any:
     converted = type(current)(value)
     if name == "scan_flag_rate" and not 0 <= converted <= 1:
         raise ValueError(f"{name} must be within 0..1, not {value!r}")
+    choices = {"headers": HEADER_STYLES, "latency_shape": LATENCY_SHAPES}.get(name)
+    if choices and converted not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
     return converted
 
 
