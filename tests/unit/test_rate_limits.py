@@ -1,0 +1,162 @@
+"""Rate-limit headers of both styles read into limits in the provider's units, and the fleet's
+pacing against them (workflows/policy/rate_limits.py). The header sets are as OpenAI and
+Anthropic document and send them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from steward.workflows.policy.rate_limits import (
+    BURST_S,
+    PACE_SHARE,
+    PaceState,
+    binding_unit,
+    budget_view,
+    interval,
+    observe,
+    parse_duration,
+    parse_retry_after,
+    read_headers,
+    schedule,
+)
+
+NOW = datetime(2026, 12, 5, 15, 40, 0, tzinfo=UTC)
+
+# An OpenAI chat completion's answer (tier 1, gpt-4o-mini-like limits).
+OPENAI_ANSWER = {
+    "content-type": "application/json",
+    "openai-processing-ms": "412",
+    "x-ratelimit-limit-requests": "2400",
+    "x-ratelimit-limit-tokens": "160000",
+    "x-ratelimit-remaining-requests": "2399",
+    "x-ratelimit-remaining-tokens": "159832",
+    "x-ratelimit-reset-requests": "25ms",
+    "x-ratelimit-reset-tokens": "63ms",
+}
+# ... and its 429 once the minute's tokens ran out.
+OPENAI_429 = {
+    "x-ratelimit-limit-requests": "10000",
+    "x-ratelimit-limit-tokens": "2000000",
+    "x-ratelimit-remaining-requests": "9817",
+    "x-ratelimit-remaining-tokens": "0",
+    "x-ratelimit-reset-requests": "1.098s",
+    "x-ratelimit-reset-tokens": "6m0s",
+    "retry-after": "1",
+    "retry-after-ms": "1200",
+}
+# An Anthropic Messages answer and its 429 (reset as RFC 3339, retry-after in seconds).
+ANTHROPIC_ANSWER = {
+    "anthropic-ratelimit-requests-limit": "4000",
+    "anthropic-ratelimit-requests-remaining": "3999",
+    "anthropic-ratelimit-requests-reset": "2026-12-05T15:40:01Z",
+    "anthropic-ratelimit-tokens-limit": "480000",
+    "anthropic-ratelimit-tokens-remaining": "480000",
+    "anthropic-ratelimit-tokens-reset": "2026-12-05T15:40:00Z",
+    "anthropic-ratelimit-input-tokens-limit": "400000",
+    "request-id": "req_018EeWyXxfu5pfWkrYcMdjWG",
+}
+ANTHROPIC_429 = {
+    "anthropic-ratelimit-requests-limit": "50",
+    "anthropic-ratelimit-requests-remaining": "0",
+    "anthropic-ratelimit-requests-reset": "2026-12-05T15:40:12Z",
+    "retry-after": "12",
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("20ms", 0.02), ("1s", 1.0), ("1.098s", 1.098), ("6m0s", 360.0), ("1h2m3.5s", 3723.5)],
+)
+def test_go_durations(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_a_duration_that_is_not_one_is_none():
+    assert parse_duration("soon") is None
+    assert parse_duration("6m0sx") is None
+
+
+def test_openai_answer_and_429():
+    answer = read_headers(OPENAI_ANSWER, NOW)
+    assert answer.style == "openai"
+    assert answer.units["requests"].limit == 2400
+    assert answer.units["requests"].remaining == 2399
+    assert answer.units["requests"].reset_s == pytest.approx(0.025)
+    assert answer.units["tokens"].remaining == 159832
+    assert answer.retry_after_s is None
+    refused = read_headers(OPENAI_429, NOW)
+    assert refused.units["tokens"].reset_s == 360.0
+    assert refused.retry_after_s == 1.2  # retry-after-ms wins over retry-after
+
+
+def test_anthropic_answer_and_429():
+    answer = read_headers(ANTHROPIC_ANSWER, NOW)
+    assert answer.style == "anthropic"
+    assert (answer.units["requests"].limit, answer.units["requests"].reset_s) == (4000, 1.0)
+    assert answer.units["tokens"].remaining == 480000
+    refused = read_headers(ANTHROPIC_429, NOW)
+    assert refused.units["requests"].remaining == 0
+    assert refused.units["requests"].reset_s == 12.0
+    assert refused.retry_after_s == 12.0
+
+
+def test_a_refusal_with_only_retry_after_and_an_answer_with_nothing():
+    assert read_headers({"Retry-After": "3"}, NOW).style == "retry-after"
+    dated = parse_retry_after({"retry-after": "Sat, 05 Dec 2026 15:40:05 GMT"}, NOW)
+    assert dated == 5.0
+    assert read_headers({"content-type": "application/json"}, NOW) is None
+
+
+def test_nothing_is_paced_until_a_limit_is_known():
+    state = PaceState(endpoint="e")
+    assert [schedule(state, 100.0) for _ in range(50)] == [100.0] * 50
+
+
+def test_the_fleet_is_paced_at_its_share_of_the_request_limit_after_a_burst():
+    state = PaceState(endpoint="e")
+    observe(state, read_headers(OPENAI_ANSWER, NOW), now=0.0, tokens=None)
+    assert interval(state) == pytest.approx(60 / (2400 * PACE_SHARE))
+    sends = [schedule(state, 1000.0) for _ in range(400)]
+    burst = sum(1 for t in sends if t == 1000.0)
+    assert burst == pytest.approx(BURST_S / interval(state), abs=1)
+    # Over the 400 requests the fleet asked for at once: PACE_SHARE of 40/s, no faster.
+    rate = (len(sends) - burst) / (sends[-1] - 1000.0)
+    assert rate == pytest.approx(40 * PACE_SHARE, rel=0.01)
+    assert sends == sorted(sends)
+
+
+def test_tokens_bind_when_requests_are_large():
+    state = PaceState(endpoint="e")
+    headers = {**OPENAI_ANSWER, "x-ratelimit-limit-tokens": "60000"}
+    observe(state, read_headers(headers, NOW), now=0.0, tokens=300)
+    assert binding_unit(state) == "tokens"  # 200 requests/min of 300 tokens, under 2400
+    assert interval(state) == pytest.approx(60 * 300 / (60000 * PACE_SHARE))
+    for _ in range(200):
+        observe(state, read_headers(headers, NOW), now=0.0, tokens=20)
+    assert state.tokens_per_request < 25  # the average follows the answers
+    view = budget_view(state)
+    # 2400 requests of 20 tokens are 48,000 tokens a minute: now requests bind
+    assert (view["unit"], view["value"]) == ("requests/min", 2400)
+
+
+def test_an_account_emptier_than_assumed_holds_the_schedule_and_a_429_too():
+    state = PaceState(endpoint="e")
+    observe(state, read_headers(ANTHROPIC_ANSWER, NOW), now=0.0, tokens=None)
+    empty = {**ANTHROPIC_ANSWER, "anthropic-ratelimit-requests-remaining": "0"}
+    observe(state, read_headers(empty, NOW), now=10.0, tokens=None)
+    # 2% of 4000 is 80 requests short: 1.2 s to refill at 4000/min
+    assert state.held_until == pytest.approx(11.2)
+    assert schedule(state, 10.5) >= 11.2
+    observe(state, read_headers(ANTHROPIC_429, NOW), now=20.0, tokens=None)
+    assert state.held_until == 32.0 and state.pushbacks == 1
+    assert state.limits == {"requests": 50, "tokens": 480000}
+
+
+def test_a_429_without_headers_holds_the_schedule_but_paces_nothing_after():
+    state = PaceState(endpoint="e")
+    observe(state, read_headers({"retry-after": "2"}, NOW), now=5.0, tokens=None)
+    assert schedule(state, 5.0) == 7.0
+    assert [schedule(state, 8.0) for _ in range(3)] == [8.0, 8.0, 8.0]
+    assert budget_view(state)["unit"] is None

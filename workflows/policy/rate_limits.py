@@ -1,0 +1,225 @@
+"""A provider's rate limits in its own units, read from its answers' headers, and the pacing that
+keeps a fleet of task workers just inside them, as pure functions (worker/rate_pacing.py keeps
+the state in a file every worker against the endpoint shares, and calls these under its lock).
+
+* **Headers.** OpenAI-style answers carry `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`
+  (resets as Go durations: `20ms`, `1s`, `6m0s`); Anthropic-style ones
+  `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}` (resets as RFC 3339 times). A
+  429 (or 529) carries `retry-after-ms` and/or `retry-after` (seconds, or an HTTP date).
+* **Pacing.** The fleet shares one schedule per endpoint (a GCRA: the time the next request is
+  due, `due`): each request is sent at `due` or now, whichever is later, and moves `due` on by
+  one request's interval at PACE_SHARE of the binding limit (requests, or tokens at the tokens a
+  request has used on average). After a pause up to BURST_S of requests go at once.
+* **Corrections.** A reading whose `remaining` is below RESERVE of its limit (someone else drew
+  on the account, or the estimate of tokens per request ran short) holds the schedule until that
+  much has refilled; a 429's retry-after holds it until then. Without headers nothing is paced:
+  the connection budget's pushback learning (provider_budget.py) is what remains.
+* **Memory.** The learned limits stay in the state, so the next run against the endpoint paces
+  its first request at them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+PACE_SHARE = 0.98  # of the binding limit the fleet is paced at
+BURST_S = 1.0  # after a pause, this many seconds' worth of requests go at once
+RESERVE = 0.02  # `remaining` below this share of the limit holds the schedule
+TOKENS_EWMA = 0.05  # weight of one answer in the tokens-per-request average
+UNITS = ("requests", "tokens")
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
+_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+class UnitLimit(BaseModel):
+    """One limit as an answer stated it."""
+
+    limit: int | None = None  # per minute
+    remaining: int | None = None
+    reset_s: float | None = None  # seconds until it is whole again
+
+
+class RateLimitReading(BaseModel):
+    style: str  # "openai", "anthropic", or "retry-after" (a refusal saying only when)
+    units: dict[str, UnitLimit] = Field(default_factory=dict)  # "requests"/"tokens" -> limit
+    retry_after_s: float | None = None
+
+
+class PaceState(BaseModel):
+    """One endpoint's shared schedule and what the fleet learned of its limits."""
+
+    endpoint: str
+    limits: dict[str, int] = Field(default_factory=dict)  # unit -> limit per minute
+    style: str | None = None
+    tokens_per_request: float | None = None
+    due: float = 0.0  # epoch seconds: when the next request is due
+    held_until: float = 0.0  # a correction or a 429 holds every request until then
+    sent: int = 0
+    pushbacks: int = 0  # 429s seen
+    observed_at: float = 0.0
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds in a Go duration (`20ms`, `1s`, `6m0s`, `1h2m3.5s`) or a bare number."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _SECONDS[u] for n, u in parts)
+
+
+def parse_reset(value: str, now: datetime) -> float | None:
+    """Seconds from `now` until a reset written as a duration or an RFC 3339 time."""
+    seconds = parse_duration(value)
+    if seconds is not None:
+        return seconds
+    try:
+        at = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if at.tzinfo is None:
+        return None
+    return max(0.0, (at - now).total_seconds())
+
+
+def parse_retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
+    """Seconds a refusal asks to wait: `retry-after-ms`, else `retry-after` (seconds or date)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        try:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:  # an HTTP date, always in GMT
+        at = datetime.strptime(value.strip(), "%a, %d %b %Y %H:%M:%S GMT").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return max(0.0, (at - now).total_seconds())
+
+
+def _int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(float(value))
+    except ValueError:
+        return None
+
+
+def read_headers(headers: Mapping[str, str], now: datetime) -> RateLimitReading | None:
+    """What an answer's headers say of the endpoint's limits; None when they say nothing."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    retry_after = parse_retry_after(lowered, now)
+    for style, name in (
+        ("openai", "x-ratelimit-{part}-{unit}"),
+        ("anthropic", "anthropic-ratelimit-{unit}-{part}"),
+    ):
+        units = {}
+        for unit in UNITS:
+            limit = _int(lowered.get(name.format(part="limit", unit=unit)))
+            remaining = _int(lowered.get(name.format(part="remaining", unit=unit)))
+            reset = lowered.get(name.format(part="reset", unit=unit))
+            if limit is None and remaining is None:
+                continue
+            units[unit] = UnitLimit(
+                limit=limit,
+                remaining=remaining,
+                reset_s=None if reset is None else parse_reset(reset, now),
+            )
+        if units:
+            return RateLimitReading(style=style, units=units, retry_after_s=retry_after)
+    if retry_after is not None:
+        return RateLimitReading(style="retry-after", retry_after_s=retry_after)
+    return None
+
+
+def interval(state: PaceState) -> float | None:
+    """Seconds between the fleet's requests at PACE_SHARE of the binding limit (None: no
+    limit known, nothing is paced)."""
+    gaps = []
+    if state.limits.get("requests"):
+        gaps.append(60.0 / (state.limits["requests"] * PACE_SHARE))
+    if state.limits.get("tokens") and state.tokens_per_request:
+        gaps.append(60.0 * state.tokens_per_request / (state.limits["tokens"] * PACE_SHARE))
+    return max(gaps) if gaps else None
+
+
+def binding_unit(state: PaceState) -> str | None:
+    """The unit whose limit paces the fleet now."""
+    requests = state.limits.get("requests")
+    tokens, per = state.limits.get("tokens"), state.tokens_per_request
+    if requests and tokens and per:
+        return "tokens" if per / tokens > 1 / requests else "requests"
+    if requests:
+        return "requests"
+    return "tokens" if tokens and per else None
+
+
+def schedule(state: PaceState, now: float) -> float:
+    """When a request asked for at `now` is sent (epoch seconds; `now` when unpaced), with the
+    schedule moved on past it."""
+    gap = interval(state)
+    start = max(now, state.held_until)
+    state.sent += 1
+    if gap is None:
+        return start
+    slot = max(state.due, start - BURST_S)
+    state.due = slot + gap
+    return max(start, slot)
+
+
+def observe(state: PaceState, reading: RateLimitReading, now: float, tokens: int | None) -> None:
+    """Learn from one answer: its limits, the tokens it used, and whether the account is
+    emptier than the schedule assumed (hold it until RESERVE has refilled) or refused (hold it
+    for the retry-after)."""
+    state.observed_at = now
+    if tokens:
+        previous = state.tokens_per_request
+        state.tokens_per_request = (
+            float(tokens) if previous is None else previous + TOKENS_EWMA * (tokens - previous)
+        )
+    if reading.style != "retry-after":
+        state.style = reading.style
+    for unit, seen in reading.units.items():
+        if seen.limit:
+            state.limits[unit] = seen.limit
+        limit = state.limits.get(unit)
+        if not limit or seen.remaining is None:
+            continue
+        short = RESERVE * limit - seen.remaining
+        if short > 0:  # per minute -> seconds to refill what is short
+            state.held_until = max(state.held_until, now + 60.0 * short / limit)
+    if reading.retry_after_s is not None:
+        state.pushbacks += 1
+        state.held_until = max(state.held_until, now + reading.retry_after_s)
+
+
+def budget_view(state: PaceState) -> dict:
+    """The endpoint's budget as others read it (status, metrics): its unit and value."""
+    unit = binding_unit(state)
+    return {
+        "endpoint": state.endpoint,
+        "unit": None if unit is None else f"{unit}/min",
+        "value": None if unit is None else state.limits[unit],
+        "paced_at": PACE_SHARE,
+        "limits": dict(state.limits),
+        "style": state.style,
+        "tokens_per_request": state.tokens_per_request,
+        "pushbacks": state.pushbacks,
+    }
