@@ -58,6 +58,9 @@ class ObserveRequest(BaseModel):
     # orphan-v1: the run's workspace and workflow id, to tell whether the workspace is still its own
     workspace: str | None = None
     workflow_id: str | None = None
+    # remote-stuck-v1: another host's observe also asks its live workers for samples stuck
+    # this long (its specs are every task of those workers, not only the open ones)
+    stuck_after: float | None = None
 
 
 class StopRequest(BaseModel):

@@ -18,6 +18,7 @@ from temporalio import activity
 from steward.activities.logs.anomalies import (
     find_anomalies,
     healthy_suspects,
+    stuck_samples,
     through_the_ledger,
 )
 from steward.activities.logs.cost import log_usage
@@ -192,6 +193,10 @@ def observe_run_sync(request: ObserveRequest) -> Observation:
         if seen.log is not None:
             seen.usage = log_usage(seen.log)
         observation.tasks[spec.identifier] = seen
+    if request.stuck_after is not None:  # another host's workers: their stuck samples
+        specs = {spec.identifier: spec for spec in request.tasks}
+        for stuck in ask_each(lambda w: stuck_samples(w, specs, request.stuck_after), live):
+            observation.anomalies = (observation.anomalies or []) + stuck
     return observation
 
 

@@ -349,6 +349,7 @@ class Notice(BaseModel):
         "cancelled",
         "orphaned",
         "host_lost",
+        "host_back",
     ]
     """What it is about."""
     text: str

@@ -94,6 +94,8 @@ def message(workspace_name: str, outbox: list[Notice]) -> tuple[str, str]:
         headline = "orphaned: its workspace is gone"
     elif "host_lost" in kinds:
         headline = "a host was lost"
+    elif "host_back" in kinds:
+        headline = "a host is back"
     else:
         headline = "heartbeat"
     body = "\n".join(f"- {n.text}" for n in outbox)

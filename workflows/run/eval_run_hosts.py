@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         is_live,
         place,
     )
+    from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_context import RunContext, cause_of
 
 
@@ -121,6 +122,8 @@ async def observe_remote(ctx: RunContext, observation: Observation, ends: list[W
                 t.spec for t in state.tasks if t.spec.identifier in mine and t.phase != "complete"
             ],
         )
+        if versions.looks_for_remote_stuck():  # its workers' stuck samples too
+            request.stuck_after = ctx.settings.stuck_after
         try:
             seen: Observation = await _ask_host(
                 ctx, Activity.OBSERVE_RUN, request, Observation, queue
@@ -133,6 +136,8 @@ async def observe_remote(ctx: RunContext, observation: Observation, ends: list[W
             continue
         observation.alive.update(seen.alive)
         observation.tasks.update(seen.tasks)
+        if seen.anomalies:  # stuck samples (not ledger kinds: no ledger to go through)
+            observation.anomalies = (observation.anomalies or []) + seen.anomalies
 
 
 async def apply_setpoints(ctx: RunContext, changes: list[SetpointChange]) -> list[str]:
@@ -183,8 +188,20 @@ def lost(ctx: RunContext, loss: HostLost) -> None:
         ctx.wake = True
 
 
+async def recheck_lost(ctx: RunContext) -> None:
+    """host-back-v1: while a host is lost to the run, each tend asks the registry whether it
+    is heard again (not only a tend that places work), so the operator hears of its return."""
+    if not (placing(ctx) and ctx.state.lost_hosts and versions.tells_of_hosts_back()):
+        return
+    known: list[HostInfo] = await ctx.activity(
+        Activity.LIST_HOSTS, ctx.run_id, result_type=list[HostInfo]
+    )
+    heard_again(ctx, known)
+
+
 def heard_again(ctx: RunContext, known: list[HostInfo]) -> None:
-    """Hosts lost earlier that the registry hears again may take work again."""
+    """Hosts lost earlier that the registry hears again may take work again (the tasks moved
+    off them stay where they went: their logs belong to the new workers)."""
     now = workflow.now()
     for host in known:
         lost_at = ctx.state.lost_hosts.get(host.host_id)
@@ -192,6 +209,15 @@ def heard_again(ctx: RunContext, known: list[HostInfo]) -> None:
             if is_live(host, now, ctx.settings.host_timeout):
                 del ctx.state.lost_hosts[host.host_id]
                 ctx.journal("host back", host=host.host_id)
+                if versions.tells_of_hosts_back():
+                    ctx.state.outbox.append(
+                        Notice(
+                            kind="host_back",
+                            text=f"Host {host.host_id} is heard again (silent since "
+                            f"{lost_at:%H:%M:%S} UTC): it keeps none of the tasks moved off "
+                            "it and may take new work.",
+                        )
+                    )
 
 
 def forget_lost_workers(ctx: RunContext) -> list[str]:

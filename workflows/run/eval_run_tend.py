@@ -84,6 +84,8 @@ async def _tend(ctx: RunContext, summary: TendSummary) -> TendSummary:
     if nothing_to_tend(ctx):
         return summary
     moved = eval_run_hosts.forget_lost_workers(ctx) if state.host_losses else []
+    if state.lost_hosts:
+        await eval_run_hosts.recheck_lost(ctx)
     ends, ctx.worker_ends = ctx.worker_ends, []
     try:
         observation = await _observe(ctx)

@@ -72,6 +72,8 @@ AT_FIRST_TEND = RetiredFlag("ramp-v1", "the automatic ramp", _GOES)
 CANCEL_COUNT = "cancel-count-v1"
 DEFERRED_RERUN = "deferred-rerun-v1"
 ROUTE_BY_TIME = "route-by-time-v1"
+HOST_BACK = "host-back-v1"
+REMOTE_STUCK = "remote-stuck-v1"
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,14 @@ LIVE = (
     LiveFlag(DEFERRED_RERUN, "a rerun waits until the provider answers", _NEXT_RELEASE),
     LiveFlag(
         ROUTE_BY_TIME, "an agent's item is routed after route_after, not 2 tends", _NEXT_RELEASE
+    ),
+    LiveFlag(
+        HOST_BACK,
+        "a lost host heard again is noticed at a tend and the operator told once",
+        _NEXT_RELEASE,
+    ),
+    LiveFlag(
+        REMOTE_STUCK, "stuck samples are looked for on every host's task workers", _NEXT_RELEASE
     ),
 )
 
@@ -139,3 +149,15 @@ def routes_by_time() -> bool:
     timer wakes the run at that moment), not after two tends. A run started before it keeps
     routing by tends: its recorded notices and timers replay unchanged."""
     return workflow.patched(ROUTE_BY_TIME)
+
+
+def tells_of_hosts_back() -> bool:
+    """host-back-v1: while a host is lost to a run, each tend asks the registry whether it is
+    heard again (a LIST_HOSTS activity), and a host heard again is a `host_back` notice."""
+    return workflow.patched(HOST_BACK)
+
+
+def looks_for_remote_stuck() -> bool:
+    """remote-stuck-v1: another host's observe also asks its workers for stuck samples, and
+    the run files them as it files the workspace host's."""
+    return workflow.patched(REMOTE_STUCK)
