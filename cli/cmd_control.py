@@ -33,6 +33,7 @@ from steward.cli.run_calls import (
     wait_settled,
 )
 from steward.workflows.contracts import (
+    ENDING_PHASES,
     CancelRequest,
     CommandNote,
     RunStatus,
@@ -42,6 +43,7 @@ from steward.workflows.contracts import (
 from steward.workflows.options import format_duration, parse_duration
 from steward.workflows.run.eval_run import EvalRun
 from steward.workflows.views.agent_status import agent_status
+from steward.workflows.views.ended import as_ended
 
 
 @command
@@ -203,8 +205,15 @@ def cancel(
     emit(
         as_json,
         {"ok": True, **result.model_dump(mode="json"), "options_problem": options_problem},
-        lambda: console.print(f"Run {result.state.phase}.", highlight=False),
+        lambda: console.print(_ended_line(result), highlight=False, markup=False),
     )
+
+
+def _ended_line(status: RunStatus) -> str:
+    """What `cancel` says: the run's phase, why, and how far it got."""
+    state = status.state
+    why = f": {state.cancel_reason or 'no reason given'}" if state.phase == "cancelled" else ""
+    return f"Run {state.phase}{why} ({state.samples_done}/{state.samples_total} samples)."
 
 
 @command
@@ -216,6 +225,7 @@ def timer_status(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> No
 
 
 def _timer_view(status: RunStatus) -> dict[str, Any]:
+    status = as_ended(status)  # an ended run has no timer
     timer = status.state.timer
     configured = status.tend_interval
     armed_at = timer.interval or configured
@@ -224,6 +234,7 @@ def _timer_view(status: RunStatus) -> dict[str, Any]:
         "interval": format_duration(armed_at) if timer.armed else None,
         "configured": format_duration(configured),
         "differs": timer.armed and armed_at != configured,
+        "ended": status.state.phase in ENDING_PHASES,
         "next_tend_at": status.state.next_tend_at.isoformat()
         if status.state.next_tend_at
         else None,

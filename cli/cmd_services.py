@@ -20,6 +20,7 @@ from steward.cli.output import (
     console,
     emit,
     errors,
+    fail,
     finish,
 )
 from steward.cli.params import JsonOpt
@@ -194,8 +195,17 @@ def worker_main(ctx: typer.Context) -> None:
         return
     from steward.worker.temporal_worker import serve
 
+    options = machine_options()
+    if options.metrics_port is not None:
+        from steward.worker.log_setup import configure_worker_logging
+        from steward.worker.metrics import MetricsError
+
+        try:
+            configure_worker_logging(metrics_port=options.metrics_port)
+        except MetricsError as err:
+            fail(CommandError(str(err)), False)
     try:
-        asyncio.run(serve(target_for(machine_options())))
+        asyncio.run(serve(target_for(options)))
     except KeyboardInterrupt:
         pass
     finish(OK)
@@ -204,8 +214,9 @@ def worker_main(ctx: typer.Context) -> None:
 @command
 def worker_start(as_json: JsonOpt = False) -> None:
     """Run the Steward worker detached (pid and log in Steward's data dir)."""
-    target = target_for(machine_options())
-    _start(as_json, lambda: embedded.start_worker(target))
+    options = machine_options()
+    target = target_for(options)
+    _start(as_json, lambda: embedded.start_worker(target, options.metrics_port))
 
 
 @command

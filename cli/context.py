@@ -112,7 +112,7 @@ def ready_machine(quiet: bool) -> Target:
 def ensure_services(target: Target, options: StewardOptions, quiet: bool) -> None:
     """Start the embedded server and worker when they are needed and not running."""
     try:
-        started = embedded.ensure_services(target, options.temporal_ui_port)
+        started = embedded.ensure_services(target, options.temporal_ui_port, options.metrics_port)
     except embedded.ServiceError as err:
         raise CommandError(str(err)) from err
     if started and not quiet:

@@ -13,6 +13,7 @@ from steward.workflows.options import format_duration
 from steward.workflows.policy.worker_watch import rulings_waiting
 from steward.workflows.run.eval_run_state import describe_state, unsupervised
 from steward.workflows.views.agent_status import blockers_of, next_tend
+from steward.workflows.views.ended import as_ended
 from steward.workflows.views.status_view import (
     connection_lines,
     cost_line,
@@ -101,6 +102,7 @@ def task_table(status: RunStatus, title: str | None = None) -> Table:
 
 def waiting_table(status: RunStatus) -> Table:
     """What `status --wait` keeps on screen while it waits."""
+    status = as_ended(status)
     state = status.state
     title = (
         f"{describe_state(state)}: {state.samples_done}/{state.samples_total} samples "
@@ -110,6 +112,7 @@ def waiting_table(status: RunStatus) -> Table:
 
 
 def print_status(status: RunStatus) -> None:
+    status = as_ended(status)  # an ended run: no timer, nothing pending or in flight
     state = status.state
     console.print(
         f"[bold]{status.workspace}[/]  run [cyan]{status.workflow_id}[/]", highlight=False
@@ -119,6 +122,10 @@ def print_status(status: RunStatus) -> None:
         f"{tends_text(state.tend_count)}, last {_when(state.last_tend_at)}   {_next_tend(status)}",
         highlight=False,
     )
+    if state.cancel_reason is not None:
+        console.print(
+            f"cancelled: {escape(state.cancel_reason or 'no reason given')}", highlight=False
+        )
     if state.paused:
         console.print(
             f"[yellow]paused[/]: {state.pause_reason or 'no reason given'}", highlight=False
@@ -307,6 +314,9 @@ def print_collect(document: dict) -> None:
 
 
 def print_timer(document: dict) -> None:
+    if document.get("ended"):
+        console.print("timer: none (the run has ended)", highlight=False)
+        return
     if not document["armed"]:
         console.print("timer: disarmed (the run tends only on `steward tend`)", highlight=False)
         return

@@ -279,8 +279,9 @@ def worker_ready_marker() -> Path:
     return data_dir() / "worker.ready"
 
 
-def start_worker(target: Target) -> ServiceStatus:
-    """Start the Steward worker detached, unless one already runs for this data directory."""
+def start_worker(target: Target, metrics_port: int | None = None) -> ServiceStatus:
+    """Start the Steward worker detached, unless one already runs for this data directory;
+    with `metrics_port`, serving Prometheus metrics there (else as STEWARD_METRICS_PORT says)."""
     if _read_pid("worker") is not None:
         return worker_status()
     worker_ready_marker().unlink(missing_ok=True)
@@ -295,6 +296,8 @@ def start_worker(target: Target) -> ServiceStatus:
         "--ready-file",
         str(worker_ready_marker()),
     ]
+    if metrics_port is not None:
+        command += ["--metrics-port", str(metrics_port)]
     process = _spawn_detached(command, "worker", env=dict(os.environ))
     write_pid("worker", process.pid)
     bound = worker_start_timeout()
@@ -329,7 +332,7 @@ def _services_lock():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def ensure_services(target: Target, ui_port: int) -> list[str]:
+def ensure_services(target: Target, ui_port: int, metrics_port: int | None = None) -> list[str]:
     """Start what the embedded default needs; return what was started (for the user)."""
     started: list[str] = []
     if not target.embedded:
@@ -339,6 +342,6 @@ def ensure_services(target: Target, ui_port: int) -> list[str]:
             start_server(target, ui_port)
             started.append("temporal")
         if _read_pid("worker") is None:
-            start_worker(target)
+            start_worker(target, metrics_port)
             started.append("worker")
     return started

@@ -20,15 +20,21 @@ from temporalio.runtime import (
     TelemetryFilter,
 )
 
+from steward.worker.metrics import bind_failure, prometheus_config
+
 CORE_LOGGER = "temporalio.core"
 # Temporal's default: core warnings, other crates' errors only.
 CORE_FILTER = TelemetryFilter(core_level="WARN", other_level="ERROR")
 
 
 def configure_worker_logging(
-    stream: TextIO | None = None, core_filter: TelemetryFilter = CORE_FILTER
+    stream: TextIO | None = None,
+    core_filter: TelemetryFilter = CORE_FILTER,
+    metrics_port: int | None = None,
 ) -> None:
-    """Plain log lines on `stream` (stderr by default), Temporal's core forwarded to them.
+    """Plain log lines on `stream` (stderr by default), Temporal's core forwarded to them;
+    with `metrics_port`, Prometheus metrics served on it (worker/metrics.py; MetricsError
+    when the port cannot be listened on).
 
     Call it before the first Temporal client connects: clients stay on the runtime they were
     made with."""
@@ -41,6 +47,11 @@ def configure_worker_logging(
         filter=core_filter,
         forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER)),
     )
-    Runtime.set_default(
-        Runtime(telemetry=TelemetryConfig(logging=core_logging)), error_if_already_set=False
-    )
+    metrics = None if metrics_port is None else prometheus_config(metrics_port)
+    try:
+        runtime = Runtime(telemetry=TelemetryConfig(logging=core_logging, metrics=metrics))
+    except ValueError as err:  # the exporter could not listen
+        if metrics_port is None:
+            raise
+        raise bind_failure(metrics_port, err) from err
+    Runtime.set_default(runtime, error_if_already_set=False)

@@ -31,10 +31,15 @@ def main(which: str) -> None:
         os.execv(command[0], command)
     if which == "worker":
         from steward.worker.log_setup import configure_worker_logging
+        from steward.worker.metrics import MetricsError
         from steward.worker.temporal_worker import serve
 
         embedded.write_pid("worker", os.getpid())
-        configure_worker_logging()
+        try:
+            configure_worker_logging(metrics_port=options.metrics_port)
+        except MetricsError as err:
+            (data_dir() / "worker.pid").unlink(missing_ok=True)
+            raise SystemExit(str(err)) from None
         try:
             asyncio.run(serve(target, embedded.worker_ready_marker()))
         finally:

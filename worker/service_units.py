@@ -38,8 +38,12 @@ KEPT_ENV = (  # what decides where Steward lives and how it reaches Temporal
     "STEWARD_TEMPORAL_NAMESPACE",
     "STEWARD_TEMPORAL_BIN",
     "STEWARD_HOST_ID",
+    "STEWARD_METRICS_PORT",
     "PATH",
 )
+# A service worker serves Prometheus metrics (worker/metrics.py) here unless
+# STEWARD_METRICS_PORT says otherwise at install: 9464 is OpenTelemetry's Prometheus port.
+SERVICE_METRICS_PORT = 9464
 
 
 @dataclass
@@ -104,6 +108,7 @@ def start_command(services: tuple[str, ...] | list[str]) -> str | None:
 def _environment(data: Path) -> dict[str, str]:
     kept = {k: os.environ[k] for k in KEPT_ENV if os.environ.get(k)}
     kept["STEWARD_DATA_DIR"] = str(data)
+    kept.setdefault("STEWARD_METRICS_PORT", str(SERVICE_METRICS_PORT))
     kept["PYTHONUNBUFFERED"] = "1"
     return kept
 

@@ -41,6 +41,7 @@ from steward.activities.workspace.workspace_files import write_workspace
 from steward.worker.connect import Target, connect, host_queue
 from steward.worker.host_presence import keep_present
 from steward.worker.log_setup import configure_worker_logging
+from steward.worker.metrics import ENV, MetricsError, checked_port, endpoint, port_from_env
 from steward.worker.payload_guard import PayloadGuard
 from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
@@ -160,8 +161,19 @@ def main() -> None:
     parser.add_argument("--address", required=True)
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--ready-file", type=Path)
+    parser.add_argument("--metrics-port", help=f"serve Prometheus metrics here (else ${ENV})")
     args = parser.parse_args()
-    configure_worker_logging()
+    try:
+        port = (
+            port_from_env()
+            if args.metrics_port is None
+            else checked_port(args.metrics_port, "--metrics-port")
+        )
+        configure_worker_logging(metrics_port=port)
+    except MetricsError as err:
+        raise SystemExit(str(err)) from None
+    if port is not None:
+        log.info("metrics served", endpoint=endpoint(port))
     asyncio.run(
         serve(Target(args.address, args.namespace, embedded=True, ui_url=None), args.ready_file)
     )

@@ -278,6 +278,14 @@ class StewardOptions(BaseModel):
     temporal_ui_port: int = _option(
         8233, "Temporal", "Port of the embedded dev server's web UI (127.0.0.1).", ge=1, le=65535
     )
+    metrics_port: int | None = _option(
+        None,
+        "Temporal",
+        "Port (127.0.0.1) where the Steward worker serves Prometheus metrics, Temporal's and "
+        "Steward's; null: none (`steward service install` units use 9464 unless set).",
+        ge=1,
+        le=65535,
+    )
 
     @field_validator("hosts")
     @classmethod

@@ -267,7 +267,7 @@ def test_a_clean_finished_run_has_no_blockers():
 # ---------------------------------------------------------------- steward.status/1
 VIEW_KEYS = {
     "schema", "workflow_id", "workspace", "web_ui", "phase", "phase_text", "paused",
-    "pause_reason", "samples", "tasks", "decisions", "signoff_blockers", "tends", "last_tend_at",
+    "pause_reason", "cancel_reason", "samples", "tasks", "decisions", "signoff_blockers", "tends", "last_tend_at",
     "next_tend_at", "next_tend", "route_after", "last_collect_at", "problems", "unsupervised",
     "signed_off",
 }  # fmt: skip

@@ -16,6 +16,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from steward.workflows import metrics
     from steward.workflows.names import Activity, Signal, WorkflowType
     from steward.workflows.policy import capacity
     from steward.workflows.policy.capacity import (
@@ -40,11 +41,13 @@ class CapacityLedger:
         self._to_signal: list[tuple[str, Admission]] = []
         self._wake = False
         self._log: list[str] = list(start.log)
+        self._pumped_at = workflow.now()  # when the last pump ran (for its latency metric)
 
     @workflow.run
     async def run(self, start: LedgerInput) -> None:
         while True:
             await self._signal_admitted()
+            self._show()
             self._wake = False
             try:
                 await workflow.wait_condition(
@@ -108,7 +111,10 @@ class CapacityLedger:
 
     # ---------------------------------------------------------------- steps
     def _pump(self) -> None:
-        for entry in capacity.pump(self._ledger, workflow.now()):
+        self._pumped_at = now = workflow.now()
+        for entry in capacity.pump(self._ledger, now):
+            waited = (now - entry.arrived_at).total_seconds()
+            metrics.record(metrics.QUEUE_WAIT, max(0.0, waited), domain=self._ledger.domain)
             held = self._ledger.reservations[entry.run_id].footprint.resources
             self._to_signal.append(
                 (entry.run_id, Admission(granted=True, reason="pumped", resources=held))
@@ -122,6 +128,8 @@ class CapacityLedger:
                 await workflow.get_external_workflow_handle(run_id).signal(
                     Signal.ADMITTED, admission
                 )
+                latency = (workflow.now() - self._pumped_at).total_seconds()
+                metrics.record(metrics.PUMP_LATENCY, latency, domain=self._ledger.domain)
             except Exception:  # noqa: BLE001 - the run is gone: its place goes to the next
                 capacity.release(self._ledger, Release(run_id=run_id))
                 self._note(f"{run_id} ended before it was admitted; its capacity passes on")
@@ -146,6 +154,12 @@ class CapacityLedger:
         if capacity.note_reading(ledger, reading):
             self._note(f"bound {reading.limits} from {reading.source}")
         self._pump()
+
+    def _show(self) -> None:
+        """The queue's length and the runs holding capacity, as metrics (no command)."""
+        domain = self._ledger.domain
+        metrics.record(metrics.QUEUE_LENGTH, len(self._ledger.queue), domain=domain)
+        metrics.record(metrics.RESERVATIONS, len(self._ledger.reservations), domain=domain)
 
     def _note(self, line: str) -> None:
         self._log.append(f"{workflow.now().isoformat(timespec='seconds')} {line}")

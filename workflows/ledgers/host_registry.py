@@ -16,13 +16,16 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from steward.workflows import metrics
     from steward.workflows.names import Signal, WorkflowType
     from steward.workflows.policy.hosts import (
         FORGET_AFTER_S,
+        SILENT_AFTER_S,
         HostInfo,
         HostLost,
         HostRegistryInput,
         Subscription,
+        is_live,
         newly_lost,
         next_expiry,
         silent_for,
@@ -54,6 +57,7 @@ class HostRegistry:
                 pass
             await self._tell_losses()
             self._forget_long_silent()
+            self._show()
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(
             HostRegistryInput(hosts=self._hosts, subscriptions=self._subscriptions, told=self._told)
@@ -74,6 +78,13 @@ class HostRegistry:
         now = workflow.now()
         for name in [n for n, h in self._hosts.items() if silent_for(h, now) > FORGET_AFTER_S]:
             del self._hosts[name]
+
+    def _show(self) -> None:
+        """How many hosts it knows and how many spoke lately, as metrics (no command)."""
+        now = workflow.now()
+        live = sum(is_live(h, now, SILENT_AFTER_S) for h in self._hosts.values())
+        metrics.record(metrics.HOSTS_LIVE, live)
+        metrics.record(metrics.HOSTS_KNOWN, len(self._hosts))
 
     # ---------------------------------------------------------------- commands
     @workflow.signal(name=Signal.HOST_HEARTBEAT)

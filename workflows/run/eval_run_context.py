@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from steward.workflows.names import Activity, SearchKey
     from steward.workflows.policy import notices, rulings
+    from steward.workflows.run import eval_run_metrics
     from steward.workflows.run.eval_run_state import (
         effective_interval,
         visible_state,
@@ -264,6 +265,7 @@ class RunContext:
         """The workspace files and the search attributes show the state as it is now."""
         await self.write_workspace()
         self.upsert_visibility()
+        eval_run_metrics.show(self.state, self.run_id)  # the metrics too (no command)
 
     async def flush_outbox(self) -> None:
         """Deliver everything due as one message; keep it for the next tend if that fails."""

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.run import (
         eval_run_budget,
         eval_run_hosts,
+        eval_run_metrics,
         eval_run_provider,
         eval_run_scan,
     )
@@ -110,6 +111,7 @@ async def _tend(ctx: RunContext, summary: TendSummary) -> TendSummary:
     versions.read_at_first_tend()
     await follow_options(ctx)
     windows = await ramp(ctx, observation)
+    eval_run_metrics.count_windows(state, ctx.run_id, windows)
     await triage(ctx, observation, stalled, summary)
     check_cost_cap(ctx, summary)
     if state.providers:
@@ -257,6 +259,7 @@ async def _finish_tend(ctx: RunContext, summary: TendSummary) -> None:
         spawned=summary.spawned,
     )
     await _publish(ctx)
+    eval_run_metrics.count_tend(ctx.run_id, summary.at, workflow.now())
 
 
 async def _publish(ctx: RunContext) -> None:

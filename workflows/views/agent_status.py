@@ -9,6 +9,7 @@ state is not part of it (`status --json --full` adds it, unversioned).
 | workflow_id, workspace, web_ui | which run, where its files are, its Temporal web UI page |
 | phase, phase_text | the run's phase (a word of vocabulary.PHASES, as `status` says it); the same for people (queue position, "paused") |
 | paused, pause_reason | no new workers are started while paused |
+| cancel_reason | why the run was cancelled ("" when no reason was given; null: not cancelled) |
 | samples | {done, total} across the run |
 | tasks | per task: name, model, state, done, total, in_flight, errors, setpoint, pinned, attempts, host (the columns of vocabulary.TASK_COLUMNS, by key) |
 | decisions | open decisions: id, kind, owner (now), raised_for, question, verdicts, command (to answer, for its owner), raised_at, routed, routed_at, routed_because, route_at |
@@ -32,12 +33,14 @@ from steward.workflows.policy.blockers import Blocker, answer_command, owner_now
 from steward.workflows.policy.decisions import Decision
 from steward.workflows.policy.rulings import route_due
 from steward.workflows.run.eval_run_state import describe_state, signoff_check, unsupervised
+from steward.workflows.views.ended import as_ended
 
 SCHEMA = "steward.status/1"
 
 
 def agent_status(status: RunStatus, now: datetime) -> dict[str, Any]:
     """The run as `steward.status/1` says it (`now`: the reader's clock, for `unsupervised`)."""
+    status = as_ended(status)  # an ended run: no timer, nothing pending or in flight
     state = status.state
     next_at, next_text = next_tend(status)
     return {
@@ -49,6 +52,7 @@ def agent_status(status: RunStatus, now: datetime) -> dict[str, Any]:
         "phase_text": describe_state(state),
         "paused": state.paused,
         "pause_reason": state.pause_reason,
+        "cancel_reason": state.cancel_reason,
         "samples": {"done": state.samples_done, "total": state.samples_total},
         "tasks": [task_view(t) for t in state.tasks],
         "decisions": [

@@ -9,6 +9,8 @@ from steward.workflows.options import format_duration
 from steward.workflows.policy.deferrals import waiting_text
 from steward.workflows.policy.run_policy import llm_cost
 from steward.workflows.run.eval_run_state import describe_state
+from steward.workflows.views.agent_status import next_tend
+from steward.workflows.views.ended import as_ended
 from steward.workflows.views.vocabulary import COLUMN_LABELS, setpoint_text, tends_text
 
 
@@ -116,7 +118,9 @@ def cost_line(state: RunState) -> str | None:
 
 
 def render_status_markdown(status: RunStatus) -> str:
+    status = as_ended(status)  # an ended run: no timer, nothing pending or in flight
     state = status.state
+    next_at, next_said = next_tend(status)
     lines = [
         f"# Run status: {describe_state(state)}",
         "",
@@ -125,7 +129,12 @@ def render_status_markdown(status: RunStatus) -> str:
         f"- Progress: {state.samples_done} / {state.samples_total} samples",
         f"- Started: {_when(state.started_at)}",
         f"- Last tend: {_when(state.last_tend_at)} ({tends_text(state.tend_count)})",
-        f"- Next tend: {_when(state.next_tend_at)} (every {format_duration(status.tend_interval)})",
+        "- Next tend: "
+        + (
+            f"{_when(next_at)} (every {format_duration(status.tend_interval)})"
+            if next_at
+            else next_said
+        ),
         f"- Logs: `{state.log_dir or '—'}`",
     ]
     if state.paused:

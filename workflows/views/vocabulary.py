@@ -35,6 +35,8 @@ TASK_STATES: dict[str, str] = {
     "complete": "its log holds every sample",
     "stalled": "its task workers kept dying without progress; a decision waits for you",
     "given_up": "ruled given up: the run goes on without its missing samples",
+    "cancelled": "left unfinished when its run was cancelled (views/ended.py)",
+    "stopped": "left unfinished when its run failed or was orphaned (views/ended.py)",
 }
 
 
