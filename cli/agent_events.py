@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from steward.workflows.contracts import JournalEvent
+from steward.workflows.views.collect_text import EVENT_SENTENCES, event_sentence
 
 # journal event -> why an agent wakes for it (documented in the README and the runbook)
 WAKE_EVENTS: dict[str, str] = {
@@ -63,47 +64,13 @@ def phase_change(was: str | None, now: str, events: list[dict[str, Any]]) -> dic
 _ENDED_PHASES = frozenset({"signed_off", "cancelled", "failed", "orphaned", ENDED})
 
 
-# How each waking event is said; {because} is " (reason)" when the event gives one.
-SENTENCES: dict[str, str] = {
-    "decision raised": "{decision} raised for the {owner}: {question}",
-    "proposed": "{decision}: {by} proposed {verdict}{because}; the operator rules on it as "
-    "{raised}.",
-    "ruled": "{decision} ruled {verdict} by {by}{because}.",
-    "ruled by standing rule": "{error_class} ruled {verdict} by a standing rule.",
-    "decision closed": "{decision} closed by the run{because}.",
-    "routed to operator": "{decision} routed to the operator too{because}.",
-    "healed": "{error_class} healed: {count} sample(s) completed cleanly.",
-    "worker hung": "Worker {worker} hung: {detail}.",
-    "task stalled": "Task {task} stalled{because}.",
-    "scanned": "A scan ended: {logs} log(s) scanned, {findings} finding(s).",
-    "scan failed": "A scan failed: {problem}.",
-    "finished": "The run finished ({samples} samples); it waits for signoff.",
-    "signed off": "The run was signed off by {by}.",
-    "cancelled": "The run was cancelled{because}.",
-    "orphaned": "The run was orphaned{because}.",
-    "failed": "The run failed: {error}.",
-    "paused": "The run was paused by {by}{because}.",
-    "resumed": "The run was resumed by {by}.",
-    "host lost": "Host {host} was lost.",
-    "cost cap crossed": "The cost cap was crossed: {problem}.",
-    "tend failed": "A tend failed: {problem}.",
-    "phase changed": "The run is now {to} (it was {from}).",
-}
-
-
-class _Particulars(dict):
-    def __missing__(self, key: str) -> str:
-        return "?"
+# How each waking event is said: the sentences `collect` says them with.
+SENTENCES: dict[str, str] = {name: EVENT_SENTENCES[name] for name in WAKE_EVENTS}
 
 
 def sentence(event: dict[str, Any]) -> str:
-    """One sentence for a person."""
-    template = SENTENCES.get(event.get("event", ""))
-    if template is None:
-        rest = {k: v for k, v in event.items() if k not in ("seq", "at", "event")}
-        return f"{event.get('event')}: {json.dumps(rest, default=str)}"
-    reason = event.get("reason")
-    return template.format_map(_Particulars(event, because=f" ({reason})" if reason else ""))
+    """One sentence for a person (collect's)."""
+    return event_sentence(event)
 
 
 class JournalTail:

@@ -100,11 +100,14 @@ def collect(
     remembered = read_cursor(ctx.workspace, name) if since is None else None
     since = since if since is not None else (remembered["cursor"] if remembered else 0)
 
+    ended_as = "ended"  # the phase of a run that has ended, as its last state says it
+
     async def look() -> CollectView | None:
-        nonlocal since
+        nonlocal since, ended_as
         handle = await run_handle(ctx)
         status = await query_status(handle, ctx)
         if status.state.phase in TERMINAL_PHASES:
+            ended_as = status.state.phase  # status's word for it (signed_off, cancelled...)
             return None  # an ended run: the journal on disk is the whole story
         view = await collect_view(handle, since)
         if remembered and view.cursor < since:  # a new run of the workspace numbers anew
@@ -129,7 +132,7 @@ def collect(
         "by": name,
         "since": since,
         "cursor": cursor,
-        "phase": view.phase if view else "ended",
+        "phase": view.phase if view else ended_as,
         "decisions": view.decisions if view else [],
         "classes": view.classes if view else [],
         "policies": view.policies if view else [],

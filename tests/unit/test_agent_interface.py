@@ -127,7 +127,10 @@ def test_every_waking_event_is_said_in_one_sentence():
         )
         == "d-1: claude proposed rerun (a blip); the operator rules on it as d-2."
     )
-    assert sentence({"event": "spawned", "seq": 3, "worker": "w1"}) == 'spawned: {"worker": "w1"}'
+    # An event with no sentence of its own is still said in words, never as a dict.
+    assert sentence({"event": "something new", "seq": 3, "worker": "w1"}) == (
+        "Something new: worker w1."
+    )
 
 
 # ---------------------------------------------------------------- the MCP tools
