@@ -13,6 +13,7 @@ from steward.workflows.options import format_duration
 from steward.workflows.policy.worker_watch import rulings_waiting
 from steward.workflows.run.eval_run_state import describe_state, unsupervised
 from steward.workflows.views.agent_status import blockers_of, next_tend
+from steward.workflows.views.collect_text import collect_lines
 from steward.workflows.views.ended import as_ended
 from steward.workflows.views.status_view import (
     connection_lines,
@@ -29,12 +30,33 @@ def _when(at) -> str:
     return at.strftime("%H:%M:%S") if at else "—"
 
 
-SHORT_ID = 12  # characters of a task identifier shown in tables (--json has them whole)
+def _short_id(identifier: str, width: int | None) -> str:
+    """Inspect's `{file}@{name}#{args_hash}/{model}/{config_hash}` without the file and the
+    model (a column of its own), its hashes cut to `width` (None: whole)."""
+    rest = identifier.rpartition("@")[2]
+    head, slash, tail = rest.partition("/")
+    if not slash:
+        return rest
+    name, _, args = head.partition("#")
+    config = tail.rpartition("/")[2]
+
+    def cut(text: str) -> str:
+        return text if width is None else text[:width]
+
+    return f"{name}#{cut(args)}·{cut(config)}" if args else f"{name}·{cut(config)}"
 
 
-def short_id(identifier: str) -> str:
-    """A task identifier's tail, where its hash tells tasks apart (its head is the file)."""
-    return identifier if len(identifier) <= SHORT_ID else "…" + identifier[-SHORT_ID:]
+def short_ids(identifiers: list[str]) -> list[str]:
+    """Task identifiers short enough for a table yet told apart: the task's name with the
+    heads of its args hash and its configuration hash, longer only where they would collide
+    (`--json` has them whole)."""
+    wanted = len(set(identifiers))
+    for width in (8, 12, None):
+        shown = [_short_id(i, width) for i in identifiers]
+        if len(set(shown)) == wanted:
+            return shown
+    without_file = [i.rpartition("@")[2] for i in identifiers]
+    return without_file if len(set(without_file)) == wanted else identifiers
 
 
 def print_link(label: str, target: str) -> None:
@@ -52,8 +74,8 @@ def print_tasks(tasks: list[TaskSpec]) -> None:
     for column in ("task", "model", "samples x epochs"):
         table.add_column(column, overflow="fold")
     table.add_column("identifier", no_wrap=True)
-    for t in tasks:
-        table.add_row(t.name, t.model, f"{t.samples} x {t.epochs}", short_id(t.identifier))
+    for t, shown in zip(tasks, short_ids([t.identifier for t in tasks]), strict=True):
+        table.add_row(t.name, t.model, f"{t.samples} x {t.epochs}", shown)
     console.print(table)
 
 
@@ -294,23 +316,9 @@ def print_hosts(rows: list[dict]) -> None:
 
 
 def print_collect(document: dict) -> None:
-    decisions = document["decisions"]
-    console.print(
-        f"phase {document['phase']} · cursor {document['cursor']} · "
-        f"{len(decisions)} open decision(s) · {len(document['events'])} new event(s)",
-        highlight=False,
-    )
-    if decisions:
-        table = Table()
-        for column in ("id", "owner", "question", "verdicts"):
-            table.add_column(column, overflow="fold")
-        for d in decisions:
-            owner = "agent → operator" if d["routed"] else d["owner"]
-            table.add_row(d["id"], owner, d["question"], " | ".join(d["verdicts"]))
-        console.print(table)
-    for event in document["events"][-30:]:
-        extra = {k: v for k, v in event.items() if k not in ("seq", "at", "event")}
-        console.print(f"[dim]#{event['seq']}[/] {event['event']} {extra or ''}", highlight=False)
+    """`steward collect`: one sentence per open decision (with its command) and per event."""
+    for line in collect_lines(document):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def print_timer(document: dict) -> None:
