@@ -39,6 +39,8 @@ SELECTION_VERSION = 7  # of the selection document's format
 SANDBOX_SIDECAR_ENV = "STEWARD_CAPTURE_SANDBOXES"  # capture: write each task's sandbox here
 WORKER_ENV = "STEWARD_WORKER"  # "1": approvals sent to a human are answered through Steward
 APPROVALS_DIR_ENV = "STEWARD_APPROVALS_DIR"  # where those approvals are asked and answered
+# The endpoints' shared pacing states (activities/capacity/rate_pacing.py), in the data dir
+RATE_LIMITS_ENV = "STEWARD_RATE_LIMITS"
 
 # The start of the runner's own refusal on stderr (a bad `.env`, an empty task list): capture
 # shows the sentence after it as it is, not as a failure of the user's code.
@@ -51,6 +53,7 @@ STEERING_ENV = (
     SANDBOX_SIDECAR_ENV,
     WORKER_ENV,
     APPROVALS_DIR_ENV,
+    RATE_LIMITS_ENV,
 )
 
 
@@ -69,12 +72,21 @@ def capture_steering(manifest: Path, sandboxes: Path) -> dict[str, str]:
 
 def worker_steering(selection: Path, workspace: str) -> dict[str, str]:
     """Run the selected tasks. A worker is detached (no terminal), so tool approvals a policy
-    sends to a human are answered through Steward (worker/approver.py) instead."""
+    sends to a human are answered through Steward (worker/approver.py) instead. Its model
+    requests are paced inside the provider's rate limits with the rest of the fleet's."""
     return {
         SELECTION_ENV: str(selection),
         WORKER_ENV: "1",
         APPROVALS_DIR_ENV: approvals_dir_of(workspace),
+        RATE_LIMITS_ENV: str(rate_limits_dir()),
     }
+
+
+def rate_limits_dir() -> Path:
+    """Where every run's workers share what they learn of the endpoints' rate limits."""
+    from steward.activities.workspace.supervised_runs import steward_data_dir
+
+    return steward_data_dir() / "rate-limits"
 
 
 def selection_document(

@@ -175,6 +175,12 @@ def _heartbeat() -> None:
 
 def respond(request: dict) -> dict[str, Any]:
     """In the child: `{"findings"}`, or `{"error": {"type", "message"}}` for a refusal."""
+    # The scan draws on the endpoints' rate limits with the task workers, in the same units.
+    from steward.activities.capacity import rate_pacing
+    from steward.activities.processes.runner_launch import RATE_LIMITS_ENV, rate_limits_dir
+
+    os.environ.setdefault(RATE_LIMITS_ENV, str(rate_limits_dir()))
+    rate_pacing.install()
     if request.get("connections_file"):
         from steward.activities.scan import scan_widen  # registers the hook that follows the file
 

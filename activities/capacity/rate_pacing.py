@@ -1,0 +1,176 @@
+"""Pacing a fleet's model requests inside a provider's rate limits, from the provider's own
+headers (workflows/policy/rate_limits.py decides; this module does the I/O).
+
+Every task worker Steward starts, and its scans, get RATE_LIMITS_ENV: a directory in Steward's
+data dir holding one state file per endpoint (host and model). Installed in such a process
+(`install()`, from Steward's Inspect plugin and the scan child), a wrapper around httpx's async
+transport, which the OpenAI and Anthropic clients Inspect builds send through:
+
+* before a model request (a POST whose JSON names a `model`), takes the endpoint's file lock,
+  asks the shared schedule when this request is due and waits until then (nothing waits while
+  no limit is known);
+* after its answer, reads the rate-limit headers (and a JSON answer's `usage`) and teaches the
+  shared state: the limits in requests and tokens per minute, the tokens a request uses, a
+  429's retry-after.
+
+The state stays after the run: the next run against the endpoint paces its first request at
+what was learned. `budgets()` reads every endpoint's state, for status and metrics.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from steward.activities.processes.runner_launch import RATE_LIMITS_ENV
+from steward.workflows.policy import rate_limits
+from steward.workflows.policy.rate_limits import PaceState
+
+_MODEL = re.compile(rb'"model"\s*:\s*"([^"]{1,200})"')
+_installed = False
+
+
+def endpoint_of(request) -> str | None:  # type: ignore[no-untyped-def]
+    """`host:port/model` of a model request (a POST whose JSON body names its model)."""
+    if request.method != "POST":
+        return None
+    try:
+        body = request.content
+    except Exception:  # a streamed body: not one of the model clients' requests
+        return None
+    found = _MODEL.search(body[:4096]) or _MODEL.search(body)
+    if found is None:
+        return None
+    url = request.url
+    return f"{url.scheme}://{url.host}:{url.port or ''}/{found.group(1).decode(errors='replace')}"
+
+
+class SharedSchedule:
+    """The endpoints' pacing states, one file each, changed under an exclusive file lock."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def path(self, endpoint: str) -> Path:
+        digest = hashlib.sha256(endpoint.encode()).hexdigest()[:16]
+        return self.directory / f"{digest}.json"
+
+    @contextmanager
+    def state(self, endpoint: str) -> Iterator[PaceState]:
+        descriptor = os.open(self.path(endpoint), os.O_RDWR | os.O_CREAT, 0o600)
+        with os.fdopen(descriptor, "r+") as file:
+            fcntl.flock(file, fcntl.LOCK_EX)
+            try:
+                text = file.read()
+                try:
+                    state = PaceState.model_validate_json(text) if text else None
+                except ValueError:
+                    state = None
+                state = state or PaceState(endpoint=endpoint)
+                yield state
+                file.seek(0)
+                file.truncate()
+                file.write(state.model_dump_json())
+                file.flush()
+            finally:
+                fcntl.flock(file, fcntl.LOCK_UN)
+
+    def due(self, endpoint: str, now: float) -> float:
+        with self.state(endpoint) as state:
+            return rate_limits.schedule(state, now)
+
+    def observe(
+        self,
+        endpoint: str,
+        reading: rate_limits.RateLimitReading | None,
+        now: float,
+        tokens: int | None,
+    ) -> None:
+        if reading is None and not tokens:
+            return
+        with self.state(endpoint) as state:
+            if reading is None:
+                reading = rate_limits.RateLimitReading(style=state.style or "none")
+            rate_limits.observe(state, reading, now, tokens)
+
+
+def budgets(directory: Path) -> list[dict]:
+    """Every endpoint's learned limits, as `rate_limits.budget_view` words them."""
+    views = []
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            views.append(rate_limits.budget_view(PaceState.model_validate_json(path.read_text())))
+        except (OSError, ValueError):
+            continue
+    return views
+
+
+def _tokens(response) -> int | None:  # type: ignore[no-untyped-def]
+    """The tokens a JSON answer's `usage` counts (OpenAI's total, Anthropic's input + output)."""
+    try:
+        usage = json.loads(response.content).get("usage") or {}
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(usage.get("total_tokens"), int):
+        return usage["total_tokens"]
+    parts = [usage.get("input_tokens"), usage.get("output_tokens")]
+    return sum(p for p in parts if isinstance(p, int)) or None
+
+
+def install() -> None:
+    """Wrap the async transports of httpx and httpx2 (the OpenAI and Anthropic clients send
+    through one of them) in this process, once. It paces only while RATE_LIMITS_ENV is set,
+    read at each request: a forked worker's environment is its own only once it runs."""
+    global _installed
+    if _installed:
+        return
+    import importlib
+
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        transport = module.AsyncHTTPTransport
+        transport.handle_async_request = _paced(transport.handle_async_request)
+    _installed = True
+
+
+def _paced(original):  # type: ignore[no-untyped-def]
+    import anyio
+
+    schedules: dict[str, SharedSchedule] = {}
+
+    async def handle_async_request(self, request):  # type: ignore[no-untyped-def]
+        directory = os.environ.get(RATE_LIMITS_ENV)
+        endpoint = endpoint_of(request) if directory else None
+        if endpoint is None:
+            return await original(self, request)
+        schedule = schedules.get(directory) or schedules.setdefault(
+            directory, SharedSchedule(Path(directory))
+        )
+        wait = schedule.due(endpoint, time.time()) - time.time()
+        if wait > 0:
+            await anyio.sleep(wait)
+        response = await original(self, request)
+        tokens = None
+        if response.status_code == 200 and "json" in response.headers.get("content-type", ""):
+            await response.aread()
+            tokens = _tokens(response)
+        reading = rate_limits.read_headers(response.headers, datetime.now(UTC))
+        if reading is not None and response.status_code not in (429, 529):
+            reading.retry_after_s = None  # only a refusal's retry-after holds the fleet
+        schedule.observe(endpoint, reading, time.time(), tokens)
+        return response
+
+    handle_async_request.__wrapped__ = original  # type: ignore[attr-defined]
+    return handle_async_request

@@ -1,0 +1,87 @@
+"""Model requests paced inside a provider's rate limits from its headers
+(activities/capacity/rate_pacing.py), against the provider simulator with the real OpenAI client
+sending, in processes of their own as Steward's task workers are: two processes share one
+schedule through the state directory and together stay inside the limit the headers state,
+where the same load without it collects 429s; the state remembers the limit for the next run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import httpx
+import pytest
+
+from steward.activities.capacity.rate_pacing import budgets
+from steward.activities.processes.runner_launch import RATE_LIMITS_ENV
+from steward.worker.provider_simulator import spawn
+
+# 30 requests at once from each of two processes, after one request that learns the limit.
+CLIENT = textwrap.dedent(
+    """
+    import asyncio, sys
+    from steward.activities.capacity import rate_pacing
+    rate_pacing.install()
+    from openai import AsyncOpenAI, RateLimitError
+
+    async def main():
+        client = AsyncOpenAI(base_url=sys.argv[1], api_key="k", max_retries=0)
+        async def ask():
+            try:
+                await client.chat.completions.create(
+                    model="echo", messages=[{"role": "user", "content": "Reply with: x"}]
+                )
+            except RateLimitError:
+                pass
+        await ask()
+        await asyncio.gather(*(ask() for _ in range(30)))
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.fixture
+def provider(tmp_path):
+    # 600 requests a minute (10/s), a bucket of 2 s (20 requests), OpenAI-style headers.
+    process, url = spawn(
+        tmp_path / "sim.port",
+        concurrency=0,
+        rpm=600,
+        burst=2,
+        headers="openai",
+        latency=0.05,
+        jitter=0.0,
+    )
+    yield url
+    process.kill()
+    process.wait()
+
+
+def _clients(url: str, env: dict[str, str]) -> dict:
+    processes = [
+        subprocess.Popen([sys.executable, "-c", CLIENT, f"{url}/v1"], env=env) for _ in range(2)
+    ]
+    assert [p.wait(timeout=120) for p in processes] == [0, 0]
+    return httpx.get(f"{url}/admin/stats").json()
+
+
+def test_paced_processes_stay_inside_the_limit_and_unpaced_ones_do_not(provider, tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != RATE_LIMITS_ENV}
+    unpaced = _clients(provider, env)
+    assert unpaced["rate_limited"] > 10  # 62 requests into a bucket of 20
+
+    httpx.post(f"{provider}/admin/config", json={"rpm": 600})  # a fresh, full bucket
+    before = unpaced["rate_limited"]
+    state = tmp_path / "rate-limits"
+    paced = _clients(provider, {**env, RATE_LIMITS_ENV: str(state)})
+    refused = paced["rate_limited"] - before
+    assert refused <= 1, paced  # the two warm-up requests may race the learning
+    assert paced["served"] - unpaced["served"] == 62 - refused
+    [budget] = budgets(Path(state))
+    assert (budget["unit"], budget["value"], budget["style"]) == ("requests/min", 600, "openai")
+    assert budget["endpoint"].endswith("/echo")
