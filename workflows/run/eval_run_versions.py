@@ -11,6 +11,16 @@ old branch is deleted and the flag goes through Temporal's documented retirement
 3. The call is deleted (the release after that, once no supported run recorded the marker as
    anything but deprecated).
 
+Between 2 and 3 a retired flag is matched on replay only (`_match_recorded`): its call is made
+while replaying a history, where it takes the marker that history recorded (0.2.0's runs
+recorded these flags as `patched`, not deprecated, so without the call they do not replay:
+tests/unit/test_replay_histories.py), and skipped while a run is executing anew, where it
+would only write a marker nobody reads: a new run's timeline in the web UI shows no marker of a
+retired flag. This is as sound as the bare call because a deprecated call commands nothing
+while replaying a history that has no marker for it (the SDK's `patched(..., deprecated=True)`
+answers from the markers the history holds), and Temporal skips a deprecated marker no call
+matches: so a history recorded either way replays on code either way.
+
 A release tells the runs it must refuse by a marker the previous release recorded at start:
 0.2.0's newest flag (`budget-episode-v1`) now, this release's own `release-0.3` from 0.4 on.
 A run started before it stops at its first workflow task with `UnsupportedRun`: a workflow-task
@@ -119,7 +129,7 @@ def read_at_start() -> None:
     """At a run's (or a continued run's) first activation, before any handler: match the retired
     flags' markers, refuse a run older than the previous release, and mark this release."""
     for flag in AT_START:
-        workflow.deprecate_patch(flag.id)
+        _match_recorded(flag)
     if not workflow.patched(SUPPORTED_SINCE):
         raise UnsupportedRun(refusal(workflow.info().workflow_id))
     workflow.patched(RELEASE_MARKER)  # recorded for 0.4's check; its answer is not needed
@@ -127,7 +137,14 @@ def read_at_start() -> None:
 
 def read_at_first_tend() -> None:
     """The ramp's marker, where recorded histories have it (the SDK matches it once)."""
-    workflow.deprecate_patch(AT_FIRST_TEND.id)
+    _match_recorded(AT_FIRST_TEND)
+
+
+def _match_recorded(flag: RetiredFlag) -> None:
+    """A retired flag's marker, matched where a replayed history recorded it and never written
+    anew (the module docstring says why that is sound)."""
+    if workflow.unsafe.is_replaying():
+        workflow.deprecate_patch(flag.id)
 
 
 def cancel_counts_from_the_logs() -> bool:
