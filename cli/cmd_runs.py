@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from steward.cli import render
-from steward.cli.context import ready_machine
+from steward.cli.context import machine_empty, ready_machine
 from steward.cli.output import command, console, emit
 from steward.cli.params import ByOpt, JsonOpt, who
 from steward.cli.run_list import delete_run, list_hosts, list_runs
@@ -24,7 +24,8 @@ def runs_main(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 @command
 def _list(as_json: bool = False) -> None:
-    rows = asyncio.run(list_runs(ready_machine(quiet=as_json)))
+    # Nothing stored and the server down: the list is empty without starting anything.
+    rows = [] if machine_empty() else asyncio.run(list_runs(ready_machine(quiet=as_json)))
     emit(as_json, {"ok": True, "runs": rows}, lambda: render.print_runs(rows))
 
 
@@ -51,5 +52,5 @@ def runs_delete(
 def hosts(as_json: JsonOpt = False) -> None:
     """The hosts whose Steward workers announced themselves on this Temporal namespace: what
     each offers, when it was last heard, and the task workers of running runs on it."""
-    rows = asyncio.run(list_hosts(ready_machine(quiet=as_json)))
+    rows = [] if machine_empty() else asyncio.run(list_hosts(ready_machine(quiet=as_json)))
     emit(as_json, {"ok": True, "hosts": rows}, lambda: render.print_hosts(rows))

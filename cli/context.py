@@ -10,13 +10,15 @@ refuse bad input which only the context can reveal (launch, signoff) load it, ch
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from steward.cli import render
 from steward.cli.output import CommandError, bad_input, console
-from steward.worker import embedded
+from steward.worker import deleted_runs, embedded
 from steward.worker.connect import Target, target_for
 from steward.worker.workspace import (
+    JOURNAL,
     OptionsError,
     WorkspaceError,
     find_workspace,
@@ -60,10 +62,40 @@ def _workflow_id(root: Path) -> str:
 
 
 def ready_context(workspace: Path | None, quiet: bool) -> Context:
-    """The workspace's context, with the services its run lives on running."""
+    """The workspace's context, with the services its run lives on running; refused without
+    starting them when there is plainly no run to reach (`nothing_there`)."""
     ctx = load_context(workspace)
+    refusal = nothing_there(ctx)
+    if refusal:
+        raise bad_input(refusal)
     ctx.ensure_services(quiet)
     return ctx
+
+
+def nothing_there(ctx: Context) -> str | None:
+    """Why the workspace has no run to reach, when that is known without Temporal (None: ask
+    Temporal). With the embedded server down, starting it and the worker only to say so would
+    leave two processes running for nothing: the server holds no runs at all, this workspace's
+    run was deleted from the list here and nothing was journalled since (a launch since would
+    have), or the workspace has never journalled a thing (every launch does). With the server
+    up, Temporal is asked (and the run calls read past runs deleted here: run_calls.py)."""
+    if not ctx.target.embedded or embedded.server_running():
+        return None
+    try:
+        journal = (ctx.workspace / JOURNAL).stat()
+    except OSError:
+        journal = None
+    deleted = deleted_runs.deleted_at(ctx.workflow_id)
+    if deleted is not None and (
+        journal is None or datetime.fromtimestamp(journal.st_mtime, UTC) <= deleted
+    ):
+        return (
+            f"The run of {ctx.workspace} was deleted from the list (`steward runs delete`); "
+            "start a new one with `steward launch`."
+        )
+    if not embedded.holds_runs() or journal is None or journal.st_size == 0:
+        return f"No run has been launched from {ctx.workspace}; start one with `steward launch`."
+    return None
 
 
 def stopping_context(workspace: Path | None, quiet: bool) -> tuple[Context, str | None]:
@@ -107,6 +139,13 @@ def ready_machine(quiet: bool) -> Target:
     target = target_for(options)
     ensure_services(target, options, quiet)
     return target
+
+
+def machine_empty() -> bool:
+    """The embedded default's server is down and has never stored a run: a machine-wide list
+    is empty, said without starting the server and the worker."""
+    target = target_for(machine_options())
+    return target.embedded and not embedded.server_running() and not embedded.holds_runs()
 
 
 def ensure_services(target: Target, options: StewardOptions, quiet: bool) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from steward.cli.context import Context
 from steward.cli.output import CommandError, bad_input, console
+from steward.worker import deleted_runs
 from steward.worker.connect import (
     CONNECT_SECONDS,
     ConnectError,
@@ -115,13 +116,18 @@ async def run_handle(ctx: Context) -> RunHandle:
 
     handle = eval_run_handle(await client_for(ctx.target), ctx.workflow_id)
     try:
-        await handle.describe()
+        description = await handle.describe()
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             raise bad_input(
                 f"No run has been launched from {ctx.workspace}; start one with `steward launch`."
             ) from err
         raise
+    if deleted_runs.is_deleted(description.run_id):  # Temporal has not caught up yet
+        raise bad_input(
+            f"The run of {ctx.workspace} was deleted from the list (`steward runs delete`); "
+            "start a new one with `steward launch`."
+        )
     return handle
 
 
@@ -305,6 +311,8 @@ async def live_status(ctx: Context) -> RunStatus | None:
             return None
         raise
     if description.status != WorkflowExecutionStatus.RUNNING:
+        return None
+    if deleted_runs.is_deleted(description.run_id):
         return None
     return await query_status(handle, ctx)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from steward.cli.context import load_context
 from steward.cli.output import bad_input
 from steward.cli.run_calls import client_for, eval_run_handle, ledger_view
+from steward.worker import deleted_runs
 from steward.worker.connect import Target
 from steward.workflows.contracts import CancelRequest
 from steward.workflows.names import SearchKey, WorkflowType
@@ -81,7 +82,10 @@ async def list_runs(target: Target) -> list[dict]:
     rows = []
     # A run that continued as new is one run: list only the execution that carries it on.
     query = f"WorkflowType = '{WorkflowType.EVAL_RUN}' AND ExecutionStatus != 'ContinuedAsNew'"
+    deleted = deleted_runs.read()  # Temporal still lists them for ~30 s after a delete
     async for execution in client.list_workflows(query):
+        if execution.run_id in deleted:
+            continue
         attributes = {pair.key.name: pair.value for pair in execution.typed_search_attributes}
         memo = await execution.memo()
         place, reason = queue.get(execution.id, (None, ""))
@@ -114,12 +118,13 @@ async def delete_run(target: Target, run: str | None, by: str) -> str:
     if not run or Path(run).is_dir():
         workflow_id = load_context(Path(run) if run else None).workflow_id
     handle = eval_run_handle(client, workflow_id)
+    unknown = f"No run {workflow_id} is known; see `steward runs` for the runs there are."
     try:
         description = await handle.describe()
     except Exception as err:  # noqa: BLE001 - NOT_FOUND and friends
-        raise bad_input(
-            f"No run {workflow_id} is known; see `steward runs` for the runs there are."
-        ) from err
+        raise bad_input(unknown) from err
+    if deleted_runs.is_deleted(description.run_id):
+        raise bad_input(unknown)
     if description.status == WorkflowExecutionStatus.RUNNING:
         status = await handle.query(EvalRun.status)
         if status.state.phase != "queued":
@@ -131,6 +136,7 @@ async def delete_run(target: Target, run: str | None, by: str) -> str:
         # queued, which that helper's liveness check is not about.
         await handle.signal(EvalRun.cancel, CancelRequest(reason="deleted from the list", by=by))
         await handle.result()
+    deleted = [description.run_id] if description.run_id else []
     async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
         await client.workflow_service.delete_workflow_execution(
             DeleteWorkflowExecutionRequest(
@@ -140,4 +146,7 @@ async def delete_run(target: Target, run: str | None, by: str) -> str:
                 ),
             )
         )
+        deleted.append(execution.run_id)
+    # Temporal deletes asynchronously (~30 s): the CLI reads past these from now on.
+    deleted_runs.remember(workflow_id, sorted(set(deleted)))
     return workflow_id

@@ -174,6 +174,16 @@ async def server_healthy(target: Target, timeout: float = 2.0) -> bool:
         return False
 
 
+def server_running() -> bool:
+    """The embedded server we started still lives (whether it answers is not asked)."""
+    return _read_pid("temporal") is not None
+
+
+def holds_runs() -> bool:
+    """The embedded server's store exists: it may hold runs (None were ever stored without)."""
+    return (data_dir() / "temporal.db").exists()
+
+
 def server_status(target: Target) -> ServiceStatus:
     found = _read_pid("temporal")
     healthy = asyncio.run(server_healthy(target)) if found else False
