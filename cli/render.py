@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
@@ -108,11 +109,13 @@ def _progress_age(status: RunStatus) -> str | None:
 def task_table(status: RunStatus, title: str | None = None) -> Table:
     """Each task's progress, in the columns and words of vocabulary.py (task and model share
     a cell)."""
-    table = Table(title=title)
+    # Compact (spaces between columns, no frame) so eight columns fit 80 wide; a header is
+    # never cut (min_width): the task / model cell gives way first.
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
     table.add_column("task / model", no_wrap=True)
     shown = COLUMN_LABELS[2:]
     for column in shown:
-        table.add_column(column, no_wrap=True)
+        table.add_column(column, no_wrap=True, min_width=len(column))
     for row in task_rows(status.state.tasks):
         cells = task_cells(row)
         cells["task"] = f"{escape(row['task'])}\n[dim]{escape(row['model'])}[/]"

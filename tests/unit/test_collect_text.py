@@ -60,6 +60,9 @@ def test_an_event_is_said_with_its_fields_in_words():
     assert event_sentence({"event": "worker exited", "worker": "w0001", "how": "exit 0"}) == (
         "Task worker w0001 exited (exit 0)."
     )
+    exited = {"event": "worker exited", "worker": "w0001",
+              "how": "worker w0001 (pid 10386) exited with code 0"}  # fmt: skip
+    assert event_sentence(exited) == "Task worker w0001 exited with code 0."
     assert event_sentence({"event": "worker exited", "worker": "w0001"}) == (
         "Task worker w0001 exited."
     )

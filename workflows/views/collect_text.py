@@ -74,8 +74,8 @@ EVENT_SENTENCES: dict[str, str] = {
     "scan widened": "The scan {scan} may now open {connections} connection(s).",
     "scan connections": "The scan may open {connections} connection(s).",
     # providers, connections, the ramp
-    "connection budget": "{endpoint} takes {limit} connection(s) from the whole run "
-    "(starting at {start}).",
+    "connection budget": "Provider {endpoint}: the run's task workers may hold {limit} "
+    "connection(s) together (they start at {start}).",
     "connection ceiling not applied": "A task worker's connection ceiling was not applied: "
     "{problems}.",
     "provider ledger unreachable": "The provider ledger was not reached (each worker keeps one "
@@ -178,6 +178,19 @@ def _said(value: Any) -> str:
 _LEFT_OUT = ("seq", "at", "event")
 
 
+def _how(event: dict[str, Any]) -> str:
+    """How a worker exited, without naming the worker twice."""
+    how = _said(event["how"]) if event.get("how") else ""
+    worker = str(event.get("worker", ""))
+    if worker and how.startswith(f"worker {worker}"):
+        how = how[len(f"worker {worker}") :].strip()
+        how = how.removeprefix("(").split(")", 1)[-1].strip() if how.startswith("(") else how
+    if how.startswith("exited"):
+        rest = how.removeprefix("exited").strip()
+        return f" {rest}" if rest else ""
+    return f" ({how})" if how else ""
+
+
 def event_sentence(event: dict[str, Any]) -> str:
     """One journal event (or `phase changed`) as one sentence for a person."""
     name = str(event.get("event", ""))
@@ -189,7 +202,7 @@ def event_sentence(event: dict[str, Any]) -> str:
     words = _Particulars({k: _said(v) for k, v in fields.items()})
     reason = event.get("reason")
     words["because"] = f" ({_said(reason)})" if reason else ""
-    words["how_said"] = f" ({_said(event['how'])})" if event.get("how") else ""
+    words["how_said"] = _how(event)
     words["detail_said"] = _said(fields) if fields else "no detail"
     return template.format_map(words)
 
