@@ -100,7 +100,7 @@ WORKERS = Metric("steward_workers", "gauge", "Task worker processes the run hold
 RUN_PHASE = Metric(
     "steward_run_phase",
     "gauge",
-    "1 for the run's current phase, 0 for the others.",
+    "The run's phase: 1 for the current one, 0 for the others.",
     ("run", "phase"),
 )
 QUEUE_LENGTH = Metric(
