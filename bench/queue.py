@@ -1,13 +1,21 @@
-"""Pump latency of the capacity queue: 200 runs against a bound of 2 sandboxes.
+"""Pump latency of the capacity queue: N runs (200 by default) against a bound of 2 sandboxes.
 
 The real EvalRun and CapacityLedger workflows run on a private embedded Temporal with the real
-admission activity (probe + `admit` update) and the real ledger; the activities that would
-start Inspect (capture, spawn, observe, ...) are stand-ins that answer at once, so the figure
-is Steward's own path: a run releases its capacity -> the ledger pumps the queue's head ->
-that run's workflow wakes, tends and calls spawn. Each run holds one sandbox (a pinned
-max_samples of 1), so two run at a time and the rest wait in arrival order.
+admission activity (probe + `admit` update) and the real ledger; every other activity a run
+calls (capture, spawn, watch, observe, ...) is a stand-in that answers at once
+(bench/queue_stand_ins.py, held against the worker's list by tests/unit/test_bench_queue.py),
+so the figure is Steward's own path: a run releases its capacity -> the ledger pumps the
+queue's head -> that run's workflow wakes, tends and calls spawn. Each run holds one sandbox
+(a pinned max_samples of 1), so two run at a time and the rest wait in arrival order.
 
-Prints a table, then one JSON line: {"runs", "pump_p50_s", "pump_p95_s", "ledger_history_events"}.
+Each release frees one sandbox and pumps exactly one run, in queue order: the k-th release
+admits the k-th pumped run, and its pump latency is that run's spawn minus that release
+(split into the ledger's part, release -> the run holds the admission, and the run's part,
+admission -> spawn).
+
+Prints a table, then one JSON line: {"runs", "bound", "pump_p50_s", "pump_p95_s", "pump_max_s",
+"ledger_history_events", "ledger_max_history_events", "ledger_executions",
+"ledger_state_bytes", ...}.
 
     .venv/bin/python -m bench.queue [--runs 200] [--bound 2]
 """
@@ -21,158 +29,32 @@ import os
 import shutil
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.table import Table
-from temporalio import activity
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from bench.common import private_steward
+from bench.queue_stand_ins import ACTIVITIES, RECORD
 from bench.tend import percentile
-from steward.activities.capacity.capacity import probe_capacity, request_admission
 from steward.worker.temporal_worker import workflow_runner
-from steward.workflows.activity_io import (
-    ApplyResult,
-    CurateResult,
-    LiveOptions,
-    NotifyResult,
-    ObserveRequest,
-    SpawnRequest,
-    StopResult,
-    WorkspaceWrite,
-)
-from steward.workflows.contracts import (
-    WORKFLOW_TASK_QUEUE,
-    Capture,
-    Observation,
-    Progress,
-    RunInput,
-    RunSettings,
-    TaskObservation,
-    TaskSpec,
-    WorkerProcess,
-)
+from steward.workflows.contracts import WORKFLOW_TASK_QUEUE, RunInput, RunSettings
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
-from steward.workflows.names import Activity, WorkflowType
+from steward.workflows.names import WorkflowType
+from steward.workflows.policy.capacity import LedgerInput, domain_id
 from steward.workflows.run.eval_run import EvalRun
 
 QUEUE = "steward-bench"
-spawned_at: dict[str, float] = {}  # run id -> wall time of its first spawn
-released_at: list[float] = []  # wall times of "capacity released" journal events
-admitted: dict[str, str] = {}  # run id -> how it was admitted
 
 
-# ---------------------------------------------------------------- stand-in activities
-@activity.defn(name=Activity.CAPTURE_DEFINITION)
-async def capture(request) -> Capture:
-    spec = TaskSpec(name="t", model="m", identifier="t-id", samples=1, sandbox="docker")
-    return Capture(tasks=[spec], max_samples=1)
-
-
-@activity.defn(name=Activity.SPAWN_WORKER)
-async def spawn(request: SpawnRequest) -> WorkerProcess:
-    spawned_at.setdefault(request.eval_set_id, time.time())
-    return WorkerProcess(
-        worker_id=request.worker_id,
-        tasks=[t.identifier for t in request.tasks],
-        pid=1,
-        create_time=0.0,
-        socket="",
-        output="",
-        started_at=datetime.now(UTC),
-    )
-
-
-@activity.defn(name=Activity.OBSERVE_RUN)
-async def observe(request: ObserveRequest) -> Observation:
-    """Every spawned task is complete at its first observation: the run finishes at once."""
-    done = Progress(total=1, completed=1)
-    return Observation(
-        alive={w.worker_id: False for w in request.workers},
-        tasks={
-            t.identifier: TaskObservation(
-                identifier=t.identifier, progress=done, log="/dev/null", log_status="success"
-            )
-            for t in request.tasks
-            if request.workers
-        },
-        anomalies=[],
-    )
-
-
-@activity.defn(name=Activity.WRITE_WORKSPACE)
-async def write_workspace(write: WorkspaceWrite) -> None:
-    for event in write.journal:
-        if event.event == "capacity released":
-            released_at.append(event.at.timestamp())
-        elif event.event == "admitted":
-            admitted[write.status.workflow_id] = event.data.get("how", "")
-
-
-@activity.defn(name=Activity.READ_LIVE_OPTIONS)
-async def ramp_settings(request) -> LiveOptions:
-    return LiveOptions(samples_ramp=(1, 1), heartbeat=False)
-
-
-@activity.defn(name=Activity.NOTIFY)
-async def notify(request) -> NotifyResult:
-    return NotifyResult(configured=False, delivered=False)
-
-
-@activity.defn(name=Activity.SCAN_TRANSCRIPTS)
-async def scan(request) -> list:
-    return []
-
-
-@activity.defn(name=Activity.APPLY_ACTIONS)
-async def apply_actions(request) -> ApplyResult:
-    return ApplyResult()
-
-
-@activity.defn(name=Activity.APPLY_SETPOINTS)
-async def apply_setpoints(request) -> list:
-    return []
-
-
-@activity.defn(name=Activity.TIDY_LOGS)
-async def tidy(request) -> None:
-    return None
-
-
-@activity.defn(name=Activity.STOP_WORKERS)
-async def stop(request) -> StopResult:
-    return StopResult()
-
-
-@activity.defn(name=Activity.CURATE_LOGS)
-async def curate(request) -> CurateResult:
-    return CurateResult()
-
-
-STAND_INS = [
-    capture,
-    spawn,
-    observe,
-    write_workspace,
-    ramp_settings,
-    notify,
-    scan,
-    apply_actions,
-    apply_setpoints,
-    tidy,
-    stop,
-    curate,
-]
-
-
-# ---------------------------------------------------------------- the measurement
-async def measure(address: str, runs: int, console: Console) -> tuple[list[float], dict]:
+async def measure(address: str, runs: int, console: Console) -> dict:
     client = await Client.connect(address, data_converter=pydantic_data_converter)
+    ledger_id = domain_id("docker", QUEUE)
+    peak_state = 0
     with ThreadPoolExecutor(max_workers=8) as executor:
         workflows = Worker(
             client,
@@ -183,7 +65,7 @@ async def measure(address: str, runs: int, console: Console) -> tuple[list[float
         hosts = Worker(
             client,
             task_queue=QUEUE,
-            activities=[*STAND_INS, request_admission, probe_capacity],
+            activities=ACTIVITIES,
             activity_executor=executor,
         )
         async with workflows, hosts:
@@ -198,45 +80,69 @@ async def measure(address: str, runs: int, console: Console) -> tuple[list[float
                         log_dir="/dev/null",
                         settings=settings,
                     ),
-                    id=f"bench-run-{index:03d}",
+                    id=f"bench-run-{index:04d}",
                     task_queue=WORKFLOW_TASK_QUEUE,
                 )
             console.print(f"started {runs} runs; waiting for every one to spawn ...")
             deadline = time.monotonic() + 60 + 3 * runs
-            while len(spawned_at) < runs and time.monotonic() < deadline:
-                await asyncio.sleep(0.5)
+            while len(RECORD.spawned_at) < runs and time.monotonic() < deadline:
+                peak_state = max(peak_state, await _ledger_state_bytes(client, ledger_id))
+                await asyncio.sleep(1.0)
             await asyncio.sleep(2)  # let the last releases reach the ledger
             history = await _ledger_history(client)
+            history["state_bytes"] = max(peak_state, await _ledger_state_bytes(client, ledger_id))
             for index in range(runs):
-                await client.get_workflow_handle(f"bench-run-{index:03d}").terminate("bench done")
-    latencies = _pump_latencies()
-    return latencies, history
+                await client.get_workflow_handle(f"bench-run-{index:04d}").terminate("bench done")
+    return history
 
 
-def _pump_latencies() -> list[float]:
-    """For each run the pump admitted: its spawn minus the latest release before it."""
-    releases = sorted(released_at)
-    latencies = []
-    for run_id, how in admitted.items():
-        if how != "pumped" or run_id not in spawned_at:
+def pump_latencies() -> tuple[list[float], list[float], list[float]]:
+    """(release -> spawn, release -> admitted, admitted -> spawn) for each pumped run that
+    spawned, pairing the k-th release with the k-th run the pump admitted."""
+    releases = sorted(RECORD.released_at)
+    pumped = sorted(
+        (at, run_id)
+        for run_id, at in RECORD.admitted_at.items()
+        if RECORD.admitted.get(run_id) == "pumped"
+    )
+    total, ledger, run = [], [], []
+    for release, (admitted, run_id) in zip(releases, pumped, strict=False):
+        spawned = RECORD.spawned_at.get(run_id)
+        if spawned is None:
             continue
-        before = [r for r in releases if r <= spawned_at[run_id]]
-        if before:
-            latencies.append(spawned_at[run_id] - before[-1])
-    return latencies
+        total.append(spawned - release)
+        ledger.append(admitted - release)
+        run.append(spawned - admitted)
+    return total, ledger, run
 
 
 async def _ledger_history(client: Client) -> dict:
-    events, executions = 0, 0
+    events, executions, longest = 0, 0, 0
     async for execution in client.list_workflows(
         f"WorkflowType = '{WorkflowType.CAPACITY_LEDGER}'"
     ):
         described = await client.get_workflow_handle(
             execution.id, run_id=execution.run_id
         ).describe()
-        events += described.raw_description.workflow_execution_info.history_length
+        length = described.raw_description.workflow_execution_info.history_length
+        events += length
+        longest = max(longest, length)
         executions += 1
-    return {"events": events, "executions": executions}
+    return {"events": events, "executions": executions, "longest": longest}
+
+
+async def _ledger_state_bytes(client: Client, ledger_id: str) -> int:
+    """What the ledger carries over a continue-as-new (its LedgerInput), serialized."""
+    try:
+        view = await client.get_workflow_handle(ledger_id).query(CapacityLedger.view)
+    except Exception:  # noqa: BLE001 - not started yet
+        return 0
+    carried = LedgerInput(domain=view.ledger.domain, ledger=view.ledger, log=view.log)
+    return len(carried.model_dump_json().encode())
+
+
+def _figure(values: list[float], how) -> float | None:
+    return round(how(values), 3) if values else None
 
 
 def main() -> None:
@@ -251,40 +157,59 @@ def main() -> None:
     root, steward = private_steward("steward-bench-queue-")
     env = steward.env
     steward.ok("server", "start")
+    load_before = os.getloadavg()[0]
     try:
         started = time.perf_counter()
-        latencies, history = asyncio.run(
+        history = asyncio.run(
             measure(f"127.0.0.1:{env['STEWARD_TEMPORAL_PORT']}", args.runs, console)
         )
         elapsed = time.perf_counter() - started
     finally:
         steward("server", "stop")
         shutil.rmtree(root, ignore_errors=True)
+    load_after = os.getloadavg()[0]
 
-    by_how: dict[str, int] = defaultdict(int)
-    for how in admitted.values():
-        by_how[how] += 1
+    total, ledger, run = pump_latencies()
+    p50, p95 = statistics.median, (lambda v: percentile(v, 0.95))
+    by_how = Counter(RECORD.admitted.values())
     table = Table(title=f"capacity queue: {args.runs} runs, bound {args.bound} sandboxes")
     for column in ("measure", "value"):
         table.add_column(column)
-    table.add_row("runs spawned", f"{len(spawned_at)} / {args.runs}")
+    table.add_row("runs spawned", f"{len(RECORD.spawned_at)} / {args.runs}")
     table.add_row("admitted at the door / by the pump", f"{by_how['launch']} / {by_how['pumped']}")
-    if latencies:
+    if total:
+        table.add_row("pump latency p50 (release -> spawn)", f"{p50(total):.3f} s")
+        table.add_row("pump latency p95", f"{p95(total):.3f} s")
+        table.add_row("pump latency max", f"{max(total):.3f} s")
         table.add_row(
-            "pump latency p50 (release -> spawn)", f"{statistics.median(latencies):.3f} s"
+            "  of which ledger p50 / p95 (release -> admitted)",
+            f"{p50(ledger):.3f} s / {p95(ledger):.3f} s",
         )
-        table.add_row("pump latency p95", f"{percentile(latencies, 0.95):.3f} s")
-        table.add_row("pump latency max", f"{max(latencies):.3f} s")
+        table.add_row(
+            "  of which run p50 / p95 (admitted -> spawn)", f"{p50(run):.3f} s / {p95(run):.3f} s"
+        )
     table.add_row(
-        "ledger history events (executions)", f"{history['events']} ({history['executions']})"
+        "ledger history events, all executions (longest; executions)",
+        f"{history['events']} ({history['longest']}; {history['executions']})",
     )
+    table.add_row("ledger state, largest seen", f"{history['state_bytes'] / 1024:.1f} KB")
     table.add_row("wall time", f"{elapsed:.1f} s")
+    table.add_row("load average (1 min) before / after", f"{load_before:.2f} / {load_after:.2f}")
     console.print(table)
     figures = {
         "runs": args.runs,
-        "pump_p50_s": round(statistics.median(latencies), 3) if latencies else None,
-        "pump_p95_s": round(percentile(latencies, 0.95), 3) if latencies else None,
+        "bound": args.bound,
+        "pump_p50_s": _figure(total, p50),
+        "pump_p95_s": _figure(total, p95),
+        "pump_max_s": _figure(total, max),
+        "ledger_p50_s": _figure(ledger, p50),
+        "run_p50_s": _figure(run, p50),
         "ledger_history_events": history["events"],
+        "ledger_max_history_events": history["longest"],
+        "ledger_executions": history["executions"],
+        "ledger_state_bytes": history["state_bytes"],
+        "wall_s": round(elapsed, 1),
+        "load_1m": [round(load_before, 2), round(load_after, 2)],
     }
     print(json.dumps(figures))
 
