@@ -338,17 +338,39 @@ async def wait_settled(handle: RunHandle, ctx: Context, quiet: bool = False) -> 
 
 
 async def _wait_printing_lines(handle: RunHandle, ctx: Context, quiet: bool) -> RunStatus:
+    """Off a terminal (a pipe, a log, CI): what it waits for, then a line each time the run's
+    numbers change (samples done, errors, in flight, tends), as fresh as the workers'
+    heartbeats; quiet, nothing."""
+    if not quiet:
+        console.print(
+            "Waiting until the run finishes, stalls or ends; a line each time its numbers change.",
+            highlight=False,
+        )
     last = None
     while True:
         status = await query_status(handle, ctx)
-        state = status.state
-        line = f"{state.phase}: {state.samples_done}/{state.samples_total} samples (tend #{state.tend_count})"
+        line = waiting_line(status)
         if not quiet and line != last:
-            console.print(line, highlight=False)
+            console.print(line, highlight=False, markup=False)
             last = line
-        if state.phase in SETTLED_PHASES:
+        if status.state.phase in SETTLED_PHASES:
             return status
         await asyncio.sleep(1.0)
+
+
+def waiting_line(status: RunStatus) -> str:
+    """One line of `status --wait` off a terminal: the run's state and its numbers."""
+    from steward.workflows.run.eval_run_state import describe_state
+    from steward.workflows.views.ended import as_ended
+    from steward.workflows.views.vocabulary import tends_text
+
+    state = as_ended(status).state
+    errors = sum(t.progress.errored for t in state.tasks)
+    in_flight = sum(t.progress.in_flight for t in state.tasks)
+    return (
+        f"{describe_state(state)}: {state.samples_done}/{state.samples_total} samples, "
+        f"{errors} error(s), {in_flight} in flight ({tends_text(state.tend_count)})"
+    )
 
 
 async def ledger_view(client: Client, domain_id: str) -> LedgerView | None:
