@@ -92,9 +92,43 @@ def record_sandboxes(path: str) -> None:
             for entry, task in zip(capture.tasks, resolved_tasks, strict=True)
         }
         Path(path).write_text(json.dumps(sandboxes))
+        connections = {
+            entry.identifier: own_connections(task, eval_set_args)
+            for entry, task in zip(capture.tasks, resolved_tasks, strict=True)
+        }
+        Path(connections_sidecar(path)).write_text(json.dumps(connections))
         return capture
 
     evalset.build_eval_set_capture = build_and_record
+
+
+def connections_sidecar(sandboxes_path: str) -> str:
+    """Where capture also writes {task identifier: the connections it set itself, or None}."""
+    return f"{sandboxes_path}.connections"
+
+
+def own_connections(task, eval_set_args) -> str | None:  # type: ignore[no-untyped-def]
+    """The model connections the definition set itself for `task`, as `max_connections=8` or
+    `adaptive_connections=...` (its model's config, the task's, or eval_set()'s), else None."""
+    configs = [
+        getattr(getattr(task, "model", None), "config", None),
+        getattr(task.task, "config", None),
+        getattr(eval_set_args, "config", None),
+    ]
+    for config in configs:
+        if config is None:
+            continue
+        if getattr(config, "max_connections", None) is not None:
+            return f"max_connections={config.max_connections}"
+        adaptive = getattr(config, "adaptive_connections", None)
+        if adaptive is not None:
+            shown = (
+                adaptive.model_dump(exclude_defaults=True)
+                if hasattr(adaptive, "model_dump")
+                else adaptive
+            )
+            return f"adaptive_connections={shown}"
+    return None
 
 
 def sandbox_type(task) -> dict | None:  # type: ignore[no-untyped-def]
@@ -197,9 +231,14 @@ def main(argv: list[str]) -> None:
 
     sys.path.insert(0, str(definition.resolve().parent))
     sys.argv = [str(definition)]
-    from steward.worker import flow_config
+    from steward.worker import flow_config, hawk_config
 
-    if flow_config.is_flow_config(definition):
+    if hawk_config.is_hawk_config(definition):
+        try:
+            hawk_config.run(definition)
+        except hawk_config.HawkUnavailable as err:
+            refuse(str(err))
+    elif flow_config.is_flow_config(definition):
         flow_config.run(definition)
     else:
         runpy.run_path(str(definition), run_name="__main__")

@@ -125,6 +125,8 @@ def capture_definition_sync(
             )
         document = json.loads(manifest.read_text())
         sandboxes = json.loads(sandboxes_file.read_text()) if sandboxes_file.is_file() else {}
+        connections_file = Path(f"{sandboxes_file}.connections")  # definition_runner's sidecar
+        connections = json.loads(connections_file.read_text()) if connections_file.is_file() else {}
     options = document.get("options", {})
     tasks = []
     for t in document.get("tasks", []):
@@ -141,6 +143,7 @@ def capture_definition_sync(
                 epochs=t.get("epochs") or 1,
                 sandbox=sandbox,
                 sandbox_size=size,
+                own_connections=connections.get(t["identifier"]),
             )
         )
     if not tasks:

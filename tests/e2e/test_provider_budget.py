@@ -176,3 +176,43 @@ def test_pushback_lowers_the_budget_at_once_and_room_raises_it_again_without_a_t
     state = steward.state(workspace)
     assert sum(_ceilings(state).values()) <= state["providers"][endpoint]["limit"]
     steward.ok("cancel", cwd=workspace)
+
+
+def test_a_definition_that_fixes_max_connections_keeps_it_under_the_run_wide_budget(
+    steward, workspace_root, simulator
+):
+    # Samples take 1 s and the tasks may run 40 at once: only the definition's own
+    # max_connections=7 (per worker process, as Inspect applies it) holds them back.
+    workspace = make_workspace(
+        steward,
+        workspace_root / "fixed",
+        {"alpha": 400, "beta": 400},
+        options="samples_ramp: [40, 80]\ntend_interval: 1h\n",
+        dotenv=f"SIM_BASE_URL={simulator}/v1\nSIM_API_KEY=test-key\n",
+        model=SIM_MODEL,
+        eval_set_args=", max_connections=7",
+    )
+    steward.ok("launch", "--no-smoke", cwd=workspace)
+
+    def busy() -> bool:
+        steward.ok("tend", cwd=workspace)
+        running = all(t["phase"] == "running" for t in steward.state(workspace)["tasks"])
+        return running and httpx.get(f"{simulator}/admin/stats").json()["served"] >= 60
+
+    wait_for(busy, timeout=180, interval=1.0, what="the workers to run samples")
+    spawned = [e for e in read_journal(workspace) if e["event"] == "spawned"]
+    assert spawned and all(e.get("connections") is None for e in spawned), spawned
+    state = steward.state(workspace)
+    assert all(t["spec"]["own_connections"] == "max_connections=7" for t in state["tasks"])
+    workers = len(state["workers"])
+    stats = httpx.get(f"{simulator}/admin/stats").json()
+    assert stats["peak_in_flight"] <= 7 * workers, stats
+    state = steward.state(workspace)
+    endpoint = f"openai-api/sim {simulator}/v1"
+    assert not set(state["workers"]) & set(state["providers"][endpoint]["shares"])
+    for worker in state["workers"].values():
+        [config] = _ask(worker, "/config")
+        assert not config.get("adaptive"), config  # no controller: the fixed 7 stands
+    shown = steward("status", cwd=workspace).stdout
+    assert "its own max_connections=7, kept" in " ".join(shown.split()), shown
+    steward.ok("cancel", cwd=workspace)

@@ -67,6 +67,10 @@ class TaskSpec(BaseModel):
     """Sandbox provider type ("docker", "local", "k8s", ...); None: no sandbox."""
     sandbox_size: SandboxSize | None = None
     """What one sample starts (None: the light default)."""
+    own_connections: str | None = None
+    """The model connections the definition set itself (`max_connections=8`, or
+    `adaptive_connections=...`): kept as it is, outside the run's connection budget (None: it
+    set none, the budget decides)."""
 
     @property
     def planned_samples(self) -> int:

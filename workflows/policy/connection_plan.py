@@ -34,7 +34,10 @@ class ConnectionPlan(BaseModel):
 
 
 def budget_of(state: RunState, tasks: list[TaskState]) -> ProviderBudget | None:
-    """The budget a worker running `tasks` draws on (its first task's model decides)."""
+    """The budget a worker running `tasks` draws on (its first task's model decides); None
+    when a task set its own connections (the definition's setting is kept, outside it)."""
+    if any(task.spec.own_connections for task in tasks):
+        return None
     for task in tasks:
         for budget in state.providers.values():
             if task.spec.model in budget.models:

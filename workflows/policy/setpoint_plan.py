@@ -101,7 +101,11 @@ def plan_setpoints(
             )
         live = reading is not None and task.phase == "running" and task.worker_id in state.workers
         if live and (move.kind != "none" or reading.setpoint != task.max_samples):
-            adaptive = reading.connection_limit is not None and not budgeted
+            adaptive = (
+                reading.connection_limit is not None
+                and not budgeted
+                and not task.spec.own_connections  # the definition's own setting stands
+            )
             plan.changes.append(
                 SetpointChange(
                     socket=state.workers[task.worker_id].socket,

@@ -93,6 +93,12 @@ def connection_lines(state: RunState) -> list[str]:
             + (f", each task worker's ceiling {shares}" if shares else "")
             + (f", {budget.pushbacks} pushback(s)" if budget.pushbacks else "")
         )
+    for task in state.tasks:
+        if task.spec.own_connections:
+            lines.append(
+                f"{task.spec.name}: its own {task.spec.own_connections}, kept (the definition "
+                "set it; the run's budget does not override it)"
+            )
     return lines
 
 
@@ -239,9 +245,7 @@ def _decision_lines(state: RunState) -> list[str]:
             ruling = f"{c.ruling.verdict} by {c.ruling.by}" if c.ruling else "—"
             if c.ruling is not None and c.ruling.until is not None:
                 ruling += " (once the provider answers)"
-            lines.append(
-                f"| {c.id} | {c.kind} | {c.title} | {c.count} | {c.state} | {ruling} |"
-            )
+            lines.append(f"| {c.id} | {c.kind} | {c.title} | {c.count} | {c.state} | {ruling} |")
     if state.signoff:
         lines += [
             "",
