@@ -39,6 +39,7 @@ from steward.cli.context import Context
 from steward.cli.mcp_tools import BY_NAME, TOOLS, argument_problem, run_steward
 from steward.cli.output import BAD_INPUT, CommandError
 from steward.cli.run_calls import client_for, collect_view, eval_run_handle
+from steward.workflows.names import SearchKey
 
 log = logging.getLogger("steward.mcp")
 
@@ -138,8 +139,11 @@ class RunWatch:
                 raise
             return Look("not launched", analysis=seen_analysis, view={"phase": "not launched"})
         if description.status != WorkflowExecutionStatus.RUNNING:
-            # Ended: asking it more would replay its whole history on a worker each time.
-            phase = f"ended ({description.status.name.lower()})"
+            # Ended: asking it more would replay its whole history on a worker each time. Its
+            # search attribute keeps the phase in status's word (signed_off, cancelled...).
+            attributes = {a.key.name: a.value for a in description.typed_search_attributes}
+            status_name = description.status.name.lower() if description.status else "closed"
+            phase = attributes.get(SearchKey.STATE.name) or f"ended ({status_name})"
             return Look(phase, analysis=seen_analysis, view={"phase": phase, "decisions": []})
         view = await collect_view(handle, NO_EVENTS)
         open_decisions = tuple((d["id"], d["owner"], d["routed"]) for d in view.decisions)

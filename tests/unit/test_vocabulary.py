@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
+from harness.tables import table_of
 from steward.cli import output, render
 from steward.workflows.contracts import RunPhase, RunState, RunStatus, TaskPhase
 from steward.workflows.contracts.state import TaskState
@@ -75,9 +76,8 @@ def test_status_md_web_ui_and_json_say_the_same_columns():
     assert "(3 tends so far)" in page and "tend #" not in page
 
     details = web_ui.current_details("/ws", status.state, "next tend on an event")
-    ui_header = next(line for line in details.splitlines() if line.startswith("| task"))
-    assert ui_header == "| " + " | ".join(web_ui.UI_COLUMNS) + " |"
     assert set(web_ui.UI_COLUMNS) <= set(COLUMN_LABELS)
+    assert table_of(details, "task")[0] == list(web_ui.UI_COLUMNS)
     assert "3 tends so far" in details and "tend #" not in details
 
     document = agent_status(status, NOW)
@@ -127,3 +127,17 @@ def test_tasks_show_identifiers_that_differ():
     tail = ["/ws/d.py@t#aa/m/0123456789ab", "/ws/d.py@t#aa/m/ba9876543210"]
     assert len(set(render.short_ids(tail))) == 2
     assert render.short_ids(["plain"]) == ["plain"]
+
+
+def test_the_readme_glossary_says_the_same_words():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    glossary = readme[readme.index("### Words Steward uses") :]
+    glossary = glossary[: glossary.index("\n### ", 1)]
+    for word in [*PHASES, *TASK_STATES]:
+        assert f"`{word}`" in glossary, word
+    for column in TASK_COLUMNS[2:]:
+        assert f"| {column.label} | `{column.key}`" in glossary, column.label
+    for term in ("tend", "setpoint", "ceiling", "reserved capacity", "decision", "signoff"):
+        assert f"**{term}**" in glossary, term
