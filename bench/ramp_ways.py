@@ -23,6 +23,7 @@ SIM_MODEL = "openai-api/sim/echo"
 SAMPLE_EVERY_S = 0.2
 SCAN_WAIT_S = 900.0  # past this, a scan that has not ended is reported as it stands
 SCAN_FLAG_RATE = 0.05  # the simulator flags this share of scanned transcripts
+PROMPT_TOKENS = 6  # words in the harness's prompts, as the simulator counts tokens
 
 
 @dataclass
@@ -30,13 +31,41 @@ class Case:
     name: str
     tasks: int
     samples_per_task: int
-    concurrency: int
+    concurrency: int  # the provider's cap on requests in flight (0: none)
     latency: float
     scan: bool  # wait for the integrity scan (and measure it)
+    rpm: int = 0  # requests per minute (0: none)
+    tpm: int = 0  # tokens per minute (0: none)
+    burst: float = 2.0  # seconds of refill the per-minute buckets hold
+    headers: str = "none"  # the rate-limit headers the provider sends
+    latency_shape: str = "uniform"
+    output_tokens: int = 0  # an answer's tokens (0: its words)
+    second_run: bool = False  # also a second Steward run against the same endpoint
 
     @property
     def capacity_rps(self) -> float:
-        return self.concurrency / self.latency
+        """Requests/s the provider allows (for a tokens limit, at the tokens a request is
+        expected to use: `capacity_from` corrects it with what the provider counted)."""
+        limits = []
+        if self.concurrency:
+            limits.append(self.concurrency / self.latency)
+        if self.rpm:
+            limits.append(self.rpm / 60)
+        if self.tpm:
+            limits.append(self.tpm / 60 / (self.output_tokens + PROMPT_TOKENS))
+        return min(limits)
+
+    def capacity_from(self, stats: dict) -> float:
+        """What the provider allowed, with a tokens limit at the tokens its answers used."""
+        if not self.tpm or not stats.get("served"):
+            return self.capacity_rps
+        per_request = stats["tokens"] / stats["served"]
+        limits = [self.tpm / 60 / per_request]
+        if self.rpm:
+            limits.append(self.rpm / 60)
+        if self.concurrency:
+            limits.append(self.concurrency / self.latency)
+        return min(limits)
 
     @property
     def samples(self) -> int:
@@ -44,6 +73,19 @@ class Case:
 
     def task_sizes(self) -> dict[str, int]:
         return {f"part_{i}": self.samples_per_task for i in range(self.tasks)}
+
+    def describe(self) -> str:
+        parts = []
+        if self.concurrency:
+            parts.append(f"{self.concurrency} in flight")
+        if self.rpm:
+            parts.append(f"{self.rpm} requests/min")
+        if self.tpm:
+            parts.append(f"{self.tpm} tokens/min (answers ~{self.output_tokens} tokens)")
+        parts.append(f"{self.latency_shape} latency {self.latency:g} s")
+        if self.headers != "none":
+            parts.append(f"{self.headers}-style headers")
+        return ", ".join(parts)
 
 
 @dataclass
@@ -59,6 +101,13 @@ class Trace:
             return None
         for t, served, in_flight, _, _ in self.points:
             if t >= mark and (served > base[1] or in_flight > 0):
+                return t - mark
+        return None
+
+    def at_share_of_rate_after(self, mark: float, rate: float, share=0.9) -> float | None:
+        """When the served rate (2 s window) first reached `share` of `rate` after `mark`."""
+        for t, served_rate in self.served_rate():
+            if t >= mark and served_rate >= share * rate:
                 return t - mark
         return None
 
@@ -136,6 +185,12 @@ class Simulator:
             jitter=case.latency / 10,
             retry_after=1,
             scan_flag_rate=SCAN_FLAG_RATE,
+            rpm=case.rpm,
+            tpm=case.tpm,
+            burst=case.burst,
+            headers=case.headers,
+            latency_shape=case.latency_shape,
+            output_tokens=case.output_tokens,
         )
         self.trace = Trace()
         self.started = time.monotonic()
@@ -161,6 +216,12 @@ class Simulator:
                         )
                     )
                 self._stop.wait(SAMPLE_EVERY_S)
+
+    def reset(self) -> None:
+        """Counters and trace from zero, buckets full: the next run measured as the first."""
+        httpx.post(f"{self.url}/admin/reset")
+        self.trace = Trace()
+        self.started = time.monotonic()
 
     def stats(self) -> dict:
         return httpx.get(f"{self.url}/admin/stats").json()
@@ -205,12 +266,15 @@ def run_plain(root: Path, case: Case, sim: Simulator) -> dict:
     }
 
 
-def run_steward(root: Path, case: Case, sim: Simulator, trace: list | None = None) -> dict:
+def run_steward(
+    root: Path, case: Case, sim: Simulator, trace: list | None = None, attempt: int = 1
+) -> dict:
     """`steward launch` with the workspace's defaults (the smoke, the 10 minute tend interval);
-    services started beforehand, as a user's would be."""
+    services started beforehand, as a user's would be. A second `attempt` uses the first's data
+    directory (what Steward learned of the endpoint) and a workspace of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
     data = root / f"data-{case.name}"
-    data.mkdir()
+    data.mkdir(exist_ok=attempt > 1)
     env.update(
         STEWARD_DATA_DIR=str(data),
         STEWARD_TEMPORAL_PORT=str(free_port()),
@@ -221,7 +285,7 @@ def run_steward(root: Path, case: Case, sim: Simulator, trace: list | None = Non
     steward.ok("worker", "start")
     workspace = make_workspace(
         steward,
-        root / f"steward-{case.name}",
+        root / f"steward-{case.name}" if attempt == 1 else root / f"steward-{case.name}-{attempt}",
         case.task_sizes(),
         options="tend_interval: 10m\n",  # the default (the harness sets 2 s for tests)
         dotenv=f"SIM_BASE_URL={sim.url}/v1\nSIM_API_KEY=bench\n",

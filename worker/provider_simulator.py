@@ -33,7 +33,8 @@ their time in proportion (`--latency` at the mean).
 default: none), until it is set back to 0.
 `POST /admin/config` (JSON with any of the options; `"scan_flag": null` clears the regex)
 retunes it live; `GET /admin/stats` reports what it served (`served`: every answer;
-`scanned`: those that were scanner verdicts).
+`scanned`: those that were scanner verdicts; `requests`, `tokens`); `POST /admin/reset` zeroes
+the counters and fills the buckets.
 """
 
 from __future__ import annotations
@@ -232,6 +233,11 @@ class Simulator:
             self.buckets = self._buckets()
         return JSONResponse(asdict(self.limits))
 
+    async def reset(self, request: Request) -> JSONResponse:
+        """Counters back to zero and the buckets full: the next run is measured as the first."""
+        self.stats, self.buckets = Stats(in_flight=self.stats.in_flight), self._buckets()
+        return JSONResponse(asdict(self.stats))
+
     async def report(self, request: Request) -> JSONResponse:
         return JSONResponse({**asdict(self.stats), "limits": asdict(self.limits)})
 
@@ -241,6 +247,7 @@ class Simulator:
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/admin/config", self.configure, methods=["POST"]),
                 Route("/admin/stats", self.report, methods=["GET"]),
+                Route("/admin/reset", self.reset, methods=["POST"]),
             ]
         )
 
