@@ -246,7 +246,7 @@ def workspace_line(problem: str) -> str:
 
 def print_tend(summary: TendSummary, workspace_problem: str | None = None) -> None:
     parts = [
-        f"tend #{summary.tend}: {summary.phase}",
+        f"Tend {summary.tend} done: {summary.phase}",
         f"samples {summary.samples_done}/{summary.samples_total}",
     ]
     for label, names in (
