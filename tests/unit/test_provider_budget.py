@@ -377,3 +377,49 @@ def test_a_scan_may_probe_to_just_under_the_level_that_pushed_back_while_remembe
     late = t0 + timedelta(seconds=provider_budget.PUSHBACK_MEMORY_S + 1)
     assert provider_budget.scan_headroom(budget, late) == 0
     assert provider_budget.scan_headroom(ProviderBudget(endpoint="e", limit=100), t0) == 0
+
+
+def test_a_task_with_its_own_connections_is_outside_the_budget_and_status_says_so():
+    from steward.workflows.views.status_view import connection_lines
+
+    budget = provider_budget.seeded("e", [SIM], 60)  # shared by both, 30 each
+    state = _state(["a", "b"], budget, running=False)
+    state.tasks[1].spec.own_connections = "max_connections=8"
+    groups = [[t] for t in state.tasks]
+    plan = connection_plan.plan_spawns(state, groups)
+    assert plan.spawns[0].ceiling == 50  # the budget is the other task's alone (its demand)
+    assert plan.spawns[1] is None  # no adaptive override: the definition's 8 stands
+    for group, wid in zip(groups, ["w1", "w2"], strict=True):
+        group[0].phase, group[0].worker_id = "running", wid
+        state.workers[wid] = fake_worker(wid, [group[0].spec.identifier], f"/sock/{wid}")
+    plan = connection_plan.rebalance(state, {}, {"w1": 50, "w2": 8})
+    assert [c.socket for c in plan.changes] == []  # w2 is never retuned
+    assert set(budget.shares) == {"w1"}
+    assert connection_lines(state)[-1] == (
+        "b: its own max_connections=8, kept (the definition set it; the run's budget does not "
+        "override it)"
+    )
+
+
+def test_capture_reads_the_connections_a_definition_set_itself():
+    from types import SimpleNamespace
+
+    from inspect_ai.model import GenerateConfig
+    from inspect_ai.util import AdaptiveConcurrency
+
+    from steward.worker.definition_runner import own_connections
+
+    def task(model=None, task=None):
+        return SimpleNamespace(
+            model=SimpleNamespace(config=GenerateConfig(**(model or {}))),
+            task=SimpleNamespace(config=GenerateConfig(**(task or {}))),
+        )
+
+    none = SimpleNamespace(config=GenerateConfig())
+    assert own_connections(task(), none) is None
+    fixed = SimpleNamespace(config=GenerateConfig(max_connections=8))
+    assert own_connections(task(), fixed) == "max_connections=8"
+    assert own_connections(task(task={"max_connections": 3}), fixed) == "max_connections=3"
+    adaptive = task(model={"adaptive_connections": AdaptiveConcurrency(max=40)})
+    assert own_connections(adaptive, none).startswith("adaptive_connections=")
+    assert "40" in own_connections(adaptive, none)
