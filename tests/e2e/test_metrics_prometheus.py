@@ -191,3 +191,25 @@ def test_prometheus_sees_the_series_move_as_the_run_does(
     temporal = {name for expr in exprs for name in re.findall(r"\btemporal_[a-z_]+", expr)}
     assert temporal and temporal <= scraped, sorted(temporal - scraped)
     steward("cancel", "--reason", "the test is done", cwd=workspace)
+
+
+def test_prometheus_counts_the_rate_limit_retries_a_run_meets(steward, prometheus, workspace_root):
+    workspace = make_workspace(
+        steward,
+        workspace_root,
+        {"limited": 60},
+        eval_set_args=", max_samples=4",
+        dotenv="STEWARD_OFFLINE_DELAY=0.5\nSTEWARD_OFFLINE_RATE_LIMIT=0.3\n",
+        tend_interval="2s",
+    )
+    run = steward.ok("launch", cwd=workspace)["workflow_id"]
+    where = f'run="{run}",task="limited"'
+    steward.wait_phase(workspace, {"finished"})
+    retries = wait_for(
+        lambda: query(prometheus, f"steward_rate_limit_retries_total{{{where}}}"),
+        timeout=60,
+        what="Prometheus to count the run's rate-limit retries",
+    )
+    assert retries > 0
+    assert query(prometheus, f'steward_provider_budget{{run="{run}",unit="connections"}}') > 0
+    steward("cancel", "--reason", "the test is done", cwd=workspace)
