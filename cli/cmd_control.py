@@ -252,8 +252,9 @@ def timer_arm(
     no_env_check: NoEnvCheckOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Arm the tend timer (arming again leaves exactly one); the run's credentials are checked
-    first, as at launch: scheduled tends start workers."""
+    """Arm the tend timer (arming again leaves exactly one).
+
+    The run's credentials are checked first, as at launch: scheduled tends start workers."""
     seconds = None
     if interval is not None:
         try:

@@ -39,6 +39,7 @@ def runs_delete(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove a queued or ended run from the list (a queued one leaves the queue first).
+
     The workspace's files and logs stay."""
     workflow_id = asyncio.run(delete_run(ready_machine(quiet=as_json), run, who(by)))
     emit(
@@ -50,7 +51,9 @@ def runs_delete(
 
 @command
 def hosts(as_json: JsonOpt = False) -> None:
-    """The hosts whose Steward workers announced themselves on this Temporal namespace: what
-    each offers, when it was last heard, and the task workers of running runs on it."""
+    """The hosts whose Steward workers announced themselves here, and what each offers.
+
+    Each host on this Temporal namespace: what it offers, when it was last heard, and the task
+    workers of running runs on it."""
     rows = [] if machine_empty() else asyncio.run(list_hosts(ready_machine(quiet=as_json)))
     emit(as_json, {"ok": True, "hosts": rows}, lambda: render.print_hosts(rows))

@@ -235,8 +235,9 @@ def worker_status(as_json: JsonOpt = False) -> None:
 def service_install(
     watchdog_interval: WatchdogIntervalOpt = "60s", as_json: JsonOpt = False
 ) -> None:
-    """Run the server and the worker as services of your login (restarted on failure), and the
-    watchdog that tells the runs' destinations when they are down.
+    """Run the server, the worker and the watchdog as services of your login.
+
+    They are restarted on failure; the watchdog tells the runs' destinations when they are down.
 
     Linux: systemd user units and a timer; macOS: launchd agents. Prints what it wrote and ran,
     and what you still have to run where the service manager does not answer.
@@ -296,8 +297,7 @@ def _service_result(as_json: bool, outcome, done: str) -> None:
 
 @command
 def service_status(as_json: JsonOpt = False) -> None:
-    """Whether the services and the watchdog are installed, (systemd) active, and what the
-    watchdog last found."""
+    """Whether the services and the watchdog are installed and active, and what it last found."""
     from steward.worker import service_units
     from steward.worker.connect import data_dir
     from steward.worker.watchdog import load_state

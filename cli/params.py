@@ -10,6 +10,29 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import typer.core
+
+
+def _flags_take_no_value() -> None:
+    """Typer's rich --help shows each option's type beside it, `<bool>` too on a flag such as
+    `--json` or `--help` that takes no value (as if `--json <bool>` were how to write it). A
+    flag's type is not shown: one rule for every command, where a `metavar=""` per option
+    would miss `--help` and every flag added later. (Typer versions without the hook: as is.)"""
+    option = typer.core.TyperOption
+    shown = getattr(option, "display_type_rich", None)
+    if shown is None or getattr(shown, "_steward_plain_flags", False):
+        return
+
+    def display_type_rich(self, ctx):  # noqa: ANN001, ANN202 - Typer's own signature
+        if self.is_flag or self.count:
+            return None
+        return shown(self, ctx)
+
+    display_type_rich._steward_plain_flags = True  # type: ignore[attr-defined]
+    option.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (for agents).")]
 WorkspaceOpt = Annotated[
