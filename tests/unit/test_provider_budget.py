@@ -218,7 +218,7 @@ def test_status_shows_each_budget_its_origin_and_the_workers_ceilings():
     )
     state = _state(["a"], budget)
     assert connection_lines(state) == [
-        "openai-api/sim http://h/v1: 72 connections (learned), workers' ceilings 36/36, "
+        "openai-api/sim http://h/v1: 72 connections (learned), each task worker's ceiling 36/36, "
         "2 pushback(s)"
     ]
     page = render_status_markdown(
