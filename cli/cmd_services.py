@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from steward.cli.context import machine_options
 from steward.cli.output import (
@@ -162,12 +163,18 @@ def doctor(notify: NotifyOpt = False, as_json: JsonOpt = False) -> None:
 
 
 def render_doctor(report, watched=None) -> None:
+    """Each check on lines that fit the terminal (at most 100 columns), continued indented
+    under its name; a URL or a path is never broken (one longer than the line stands alone)."""
+    width = max(40, min(console.width, 100))
     for check in report.checks:
-        mark = "[green]ok[/green]  " if check.ok else "[red]fix[/red] "
-        console.print(f"{mark} {check.name}: ", end="")
-        console.print(check.detail, markup=False, highlight=False, soft_wrap=True)
+        mark = "[green]ok[/green] " if check.ok else "[red]fix[/red]"
+        first, *rest = _wrapped(f"{check.name}: {check.detail}", width - 5)
+        console.print(f"{mark}  {escape(first)}", highlight=False, soft_wrap=True)
+        _print_lines(rest, "     ")
         if check.fix:
-            console.print(f"      → {check.fix}", markup=False, highlight=False)
+            first, *rest = _wrapped(check.fix, width - 8)
+            _print_lines([first], "      → ")
+            _print_lines(rest, "        ")
     if watched is None:
         return
     said = (
@@ -177,9 +184,21 @@ def render_doctor(report, watched=None) -> None:
         if watched.notice
         else ""
     )
-    console.print(
-        f"watchdog: {watched.result}{said}", markup=False, highlight=False, soft_wrap=True
-    )
+    first, *rest = _wrapped(f"watchdog: {watched.result}{said}", width)
+    _print_lines([first], "")
+    _print_lines(rest, "     ")
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    """`text` in lines of `width`, broken only between words (never inside a URL or path)."""
+    import textwrap
+
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def _print_lines(lines: list[str], indent: str) -> None:
+    for line in lines:
+        console.print(indent + line, markup=False, highlight=False, soft_wrap=True)
 
 
 @command
