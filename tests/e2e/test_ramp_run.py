@@ -56,7 +56,7 @@ def test_ramp_climbs_holds_narrows_and_applies_live(steward, workspace_root):
     events = [e["event"] for e in read_journal(workspace)]
     for event in ("ramp up", "ramp hold", "ramp resumed", "ramp range changed", "ramp narrow"):
         assert event in events, event
-    assert "max_samples | attempts" in (workspace / "status.md").read_text()
+    assert "setpoint | attempts" in (workspace / "status.md").read_text()
 
     steward.ok("cancel", cwd=workspace)
     (log,) = (workspace / "logs").glob("*.eval")
