@@ -16,6 +16,7 @@ make sure a worker of the lost host that comes back writes none of them again. A
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -46,6 +47,9 @@ with workflow.unsafe.imports_passed_through():
 
 
 OBSERVE_START_WITHIN = timedelta(seconds=5)  # a host slower than this to answer is skipped
+# ... and one that took the question up and then went quiet (its link down mid-call) holds the
+# tend no longer than this (the default 60 s kept a partitioned host's tasks where they were).
+ASK_WITHIN = timedelta(seconds=10)
 
 
 def placing(ctx: RunContext) -> bool:
@@ -103,15 +107,18 @@ async def _ask_host(ctx: RunContext, name: str, request: Any, result_type: Any, 
         queue=queue,
         attempts=1,
         start_within=OBSERVE_START_WITHIN,
+        timeout=ASK_WITHIN,
     )
 
 
 async def observe_remote(ctx: RunContext, observation: Observation, ends: list[WorkerEnd]) -> None:
-    """Each other host observes its own workers (liveness, control sockets) and their tasks;
-    what it saw replaces what the workspace's host could only read from the logs. A host
-    that does not answer soon leaves its workers as their watches last said (alive, unless
-    one saw the exit)."""
+    """Each other host observes its own workers (liveness, control sockets, stuck samples) and
+    their tasks; what it saw replaces what the workspace's host could only read from the logs.
+    A host that does not answer soon leaves its workers as their watches last said (alive,
+    unless one saw the exit). The hosts are asked at once (hosts-at-once-v1), so two hosts cut
+    off hold the tend for one ASK_WITHIN, not two."""
     state = ctx.state
+    asks: list[tuple[str, list[WorkerProcess], ObserveRequest]] = []
     for queue in sorted({w.queue for w in state.workers.values() if w.queue}):
         workers = [w for w in state.workers.values() if w.queue == queue]
         mine = {i for w in workers for i in w.tasks}
@@ -124,12 +131,21 @@ async def observe_remote(ctx: RunContext, observation: Observation, ends: list[W
         )
         if versions.looks_for_remote_stuck():  # its workers' stuck samples too
             request.stuck_after = ctx.settings.stuck_after
+        asks.append((queue, workers, request))
+
+    async def ask(queue: str, request: ObserveRequest) -> Observation | ActivityError:
         try:
-            seen: Observation = await _ask_host(
-                ctx, Activity.OBSERVE_RUN, request, Observation, queue
-            )
+            return await _ask_host(ctx, Activity.OBSERVE_RUN, request, Observation, queue)
         except ActivityError as err:
-            ctx.journal("host not observed", host=workers[0].host, problem=cause_of(err))
+            return err
+
+    if len(asks) > 1 and versions.asks_hosts_at_once():
+        answers = await asyncio.gather(*(ask(queue, request) for queue, _, request in asks))
+    else:
+        answers = [await ask(queue, request) for queue, _, request in asks]
+    for (_, workers, _), seen in zip(asks, answers, strict=True):
+        if isinstance(seen, ActivityError):
+            ctx.journal("host not observed", host=workers[0].host, problem=cause_of(seen))
             for end in ends:
                 if end.kind == "exited" and end.worker_id in {w.worker_id for w in workers}:
                     observation.alive[end.worker_id] = False

@@ -84,6 +84,7 @@ DEFERRED_RERUN = "deferred-rerun-v1"
 ROUTE_BY_TIME = "route-by-time-v1"
 HOST_BACK = "host-back-v1"
 REMOTE_STUCK = "remote-stuck-v1"
+HOSTS_AT_ONCE = "hosts-at-once-v1"
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ LIVE = (
     LiveFlag(
         REMOTE_STUCK, "stuck samples are looked for on every host's task workers", _NEXT_RELEASE
     ),
+    LiveFlag(HOSTS_AT_ONCE, "a tend observes the other hosts at once", _NEXT_RELEASE),
 )
 
 
@@ -178,3 +180,9 @@ def looks_for_remote_stuck() -> bool:
     """remote-stuck-v1: another host's observe also asks its workers for stuck samples, and
     the run files them as it files the workspace host's."""
     return workflow.patched(REMOTE_STUCK)
+
+
+def asks_hosts_at_once() -> bool:
+    """hosts-at-once-v1: a tend observes its other hosts concurrently (their activities are
+    scheduled in one workflow task); a run that asked them one after the other replays so."""
+    return workflow.patched(HOSTS_AT_ONCE)
