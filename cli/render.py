@@ -71,11 +71,16 @@ def print_link(label: str, target: str) -> None:
 
 
 def print_tasks(tasks: list[TaskSpec]) -> None:
-    table = Table(title=f"{len(tasks)} task(s)")
-    for column in ("task", "model", "samples x epochs"):
+    shown_ids = short_ids([t.identifier for t in tasks])
+    # Compact like the status table; the identifier is never cut (its hashes tell tasks apart).
+    table = Table(
+        title=f"{len(tasks)} task(s)", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0)
+    )
+    for column in ("task", "model"):
         table.add_column(column, overflow="fold")
-    table.add_column("identifier", no_wrap=True)
-    for t, shown in zip(tasks, short_ids([t.identifier for t in tasks]), strict=True):
+    table.add_column("samples x epochs", no_wrap=True)
+    table.add_column("identifier", no_wrap=True, min_width=len(max(shown_ids, key=len, default="")))
+    for t, shown in zip(tasks, shown_ids, strict=True):
         table.add_row(t.name, t.model, f"{t.samples} x {t.epochs}", shown)
     console.print(table)
 
