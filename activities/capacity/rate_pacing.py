@@ -25,8 +25,8 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from steward.activities.processes.runner_launch import RATE_LIMITS_ENV
 from steward.workflows.policy import rate_limits
 from steward.workflows.policy.rate_limits import PaceState
 
+LOCK_POLL_S = 0.001  # how often a worker tries the endpoint's lock while a peer holds it
 _MODEL = re.compile(rb'"model"\s*:\s*"([^"]{1,200})"')
 _installed = False
 
@@ -66,29 +67,53 @@ class SharedSchedule:
 
     @contextmanager
     def state(self, endpoint: str) -> Iterator[PaceState]:
-        descriptor = os.open(self.path(endpoint), os.O_RDWR | os.O_CREAT, 0o600)
-        with os.fdopen(descriptor, "r+") as file:
+        """The endpoint's state under its lock (blocking: for callers outside an event loop)."""
+        with self._open(endpoint) as file:
             fcntl.flock(file, fcntl.LOCK_EX)
-            try:
-                text = file.read()
-                try:
-                    state = PaceState.model_validate_json(text) if text else None
-                except ValueError:
-                    state = None
-                state = state or PaceState(endpoint=endpoint)
-                yield state
-                file.seek(0)
-                file.truncate()
-                file.write(state.model_dump_json())
-                file.flush()
-            finally:
-                fcntl.flock(file, fcntl.LOCK_UN)
+            yield from self._changed(file, endpoint)
 
-    def due(self, endpoint: str, now: float) -> float:
-        with self.state(endpoint) as state:
+    @asynccontextmanager
+    async def astate(self, endpoint: str) -> AsyncIterator[PaceState]:
+        """The same from an event loop: a worker whose peer holds the lock (descheduled on a
+        busy machine, say) keeps serving its other samples while it waits."""
+        import anyio
+
+        with self._open(endpoint) as file:
+            while True:
+                try:
+                    fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    await anyio.sleep(LOCK_POLL_S)
+            for state in self._changed(file, endpoint):
+                yield state
+
+    def _open(self, endpoint: str):  # type: ignore[no-untyped-def]
+        return os.fdopen(os.open(self.path(endpoint), os.O_RDWR | os.O_CREAT, 0o600), "r+")
+
+    @staticmethod
+    def _changed(file, endpoint: str) -> Iterator[PaceState]:  # type: ignore[no-untyped-def]
+        """Read the locked file's state, yield it once, write it back, unlock."""
+        try:
+            text = file.read()
+            try:
+                state = PaceState.model_validate_json(text) if text else None
+            except ValueError:
+                state = None
+            state = state or PaceState(endpoint=endpoint)
+            yield state
+            file.seek(0)
+            file.truncate()
+            file.write(state.model_dump_json())
+            file.flush()
+        finally:
+            fcntl.flock(file, fcntl.LOCK_UN)
+
+    async def due(self, endpoint: str, now: float) -> float:
+        async with self.astate(endpoint) as state:
             return rate_limits.schedule(state, now)
 
-    def observe(
+    async def observe(
         self,
         endpoint: str,
         reading: rate_limits.RateLimitReading | None,
@@ -97,7 +122,7 @@ class SharedSchedule:
     ) -> None:
         if reading is None and not tokens:
             return
-        with self.state(endpoint) as state:
+        async with self.astate(endpoint) as state:
             if reading is None:
                 reading = rate_limits.RateLimitReading(style=state.style or "none")
             rate_limits.observe(state, reading, now, tokens)
@@ -158,7 +183,7 @@ def _paced(original):  # type: ignore[no-untyped-def]
         schedule = schedules.get(directory) or schedules.setdefault(
             directory, SharedSchedule(Path(directory))
         )
-        wait = schedule.due(endpoint, time.time()) - time.time()
+        wait = await schedule.due(endpoint, time.time()) - time.time()
         if wait > 0:
             await anyio.sleep(wait)
         response = await original(self, request)
@@ -169,7 +194,7 @@ def _paced(original):  # type: ignore[no-untyped-def]
         reading = rate_limits.read_headers(response.headers, datetime.now(UTC))
         if reading is not None and response.status_code not in (429, 529):
             reading.retry_after_s = None  # only a refusal's retry-after holds the fleet
-        schedule.observe(endpoint, reading, time.time(), tokens)
+        await schedule.observe(endpoint, reading, time.time(), tokens)
         return response
 
     handle_async_request.__wrapped__ = original  # type: ignore[attr-defined]
