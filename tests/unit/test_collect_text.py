@@ -120,6 +120,12 @@ def test_collect_says_headline_decisions_events_and_the_next_step():
     )
     assert not any(" Next: " in line for line in ended[1:-1])
     assert ended[-1].startswith("Next: nothing; the run has ended (signed_off)")
+    routed = collect_lines(
+        {"phase": "running", "decisions": [decision], "events": [], "unattended": True,
+         "policies": ["rerun a transient provider error once"]}
+    )  # fmt: skip
+    assert "no agent collected in time" in routed[1]
+    assert "Standing rule for agents: rerun a transient provider error once" in routed
     running = collect_lines({"phase": "running", "decisions": [], "events": []})
     assert running[-1] == (
         "Next: nothing needs you now; `steward wait --by NAME` returns when something does."

@@ -267,10 +267,15 @@ def collect_lines(document: dict[str, Any]) -> list[str]:
     command), one per new event (with what to do, when something is the reader's), then the
     next step."""
     lines = [collect_headline(document)]
+    if document.get("unattended"):
+        lines.append(
+            "Some of the agent's items went to the operator too: no agent collected in time."
+        )
     decisions = document.get("decisions", [])
     if decisions:
         lines.append("")
         lines += [decision_sentence(d) for d in decisions]
+    lines += [f"Standing rule for agents: {rule}" for rule in document.get("policies", [])]
     events = document.get("events", [])
     if events:
         lines.append("")
