@@ -43,6 +43,7 @@ from bench.queue_stand_ins import ACTIVITIES, RECORD
 from bench.tend import percentile
 from steward.worker.temporal_worker import workflow_runner
 from steward.workflows.contracts import WORKFLOW_TASK_QUEUE, RunInput, RunSettings
+from steward.workflows.ledgers.capacity_ledger import TASK_QUEUE as LEDGER_TASK_QUEUE
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
 from steward.workflows.names import WorkflowType
 from steward.workflows.policy.capacity import LedgerInput, domain_id
@@ -54,12 +55,18 @@ QUEUE = "steward-bench"
 async def measure(address: str, runs: int, console: Console) -> dict:
     client = await Client.connect(address, data_converter=pydantic_data_converter)
     ledger_id = domain_id("docker", QUEUE)
-    peak_state = 0
+    peak_state, polls = 0, 0
     with ThreadPoolExecutor(max_workers=8) as executor:
         workflows = Worker(
             client,
             task_queue=WORKFLOW_TASK_QUEUE,
             workflows=[EvalRun, CapacityLedger],
+            workflow_runner=workflow_runner(),
+        )
+        ledgers = Worker(
+            client,
+            task_queue=LEDGER_TASK_QUEUE,
+            workflows=[CapacityLedger],
             workflow_runner=workflow_runner(),
         )
         hosts = Worker(
@@ -68,7 +75,7 @@ async def measure(address: str, runs: int, console: Console) -> dict:
             activities=ACTIVITIES,
             activity_executor=executor,
         )
-        async with workflows, hosts:
+        async with workflows, ledgers, hosts:
             settings = RunSettings(tend_interval=1.0, heartbeat=False, capacity_backend="docker")
             for index in range(runs):
                 await client.start_workflow(
@@ -86,8 +93,10 @@ async def measure(address: str, runs: int, console: Console) -> dict:
             console.print(f"started {runs} runs; waiting for every one to spawn ...")
             deadline = time.monotonic() + 60 + 3 * runs
             while len(RECORD.spawned_at) < runs and time.monotonic() < deadline:
-                peak_state = max(peak_state, await _ledger_state_bytes(client, ledger_id))
-                await asyncio.sleep(1.0)
+                if polls % 10 == 0:  # the queue is longest early; a query costs the worker
+                    peak_state = max(peak_state, await _ledger_state_bytes(client, ledger_id))
+                polls += 1
+                await asyncio.sleep(0.5)
             await asyncio.sleep(2)  # let the last releases reach the ledger
             history = await _ledger_history(client)
             history["state_bytes"] = max(peak_state, await _ledger_state_bytes(client, ledger_id))

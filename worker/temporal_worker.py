@@ -44,6 +44,7 @@ from steward.worker.log_setup import configure_worker_logging
 from steward.worker.metrics import ENV, MetricsError, checked_port, endpoint, port_from_env
 from steward.worker.payload_guard import PayloadGuard
 from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
+from steward.workflows.ledgers.capacity_ledger import TASK_QUEUE as LEDGER_TASK_QUEUE
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
 from steward.workflows.ledgers.host_registry import HostRegistry
 from steward.workflows.ledgers.provider_ledger import ProviderLedger
@@ -102,6 +103,13 @@ def build_workers(client, executor: ThreadPoolExecutor) -> list[Worker]:
             client,
             task_queue=WORKFLOW_TASK_QUEUE,
             workflows=WORKFLOWS,
+            workflow_runner=workflow_runner(),
+        ),
+        # The capacity ledgers' own queue: a pump is never queued behind the runs' tends.
+        Worker(
+            client,
+            task_queue=LEDGER_TASK_QUEUE,
+            workflows=[CapacityLedger],
             workflow_runner=workflow_runner(),
         ),
         Worker(

@@ -17,7 +17,7 @@ from steward.activities.capacity.probe_docker import docker_reading, reap_sandbo
 from steward.activities.capacity.probe_kubernetes import kubernetes_reading, quota_event
 from steward.activities.workspace.dotenv_files import workspace_environment
 from steward.activities.workspace.options import OptionsError, load_options
-from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
+from steward.workflows.ledgers.capacity_ledger import TASK_QUEUE as LEDGER_TASK_QUEUE
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
 from steward.workflows.names import Activity
 from steward.workflows.policy.capacity import (
@@ -101,7 +101,7 @@ async def request_admission(call: AdmissionCall) -> AdmissionOutcome:
         CapacityLedger.run,
         LedgerInput(domain=domain),
         id=domain,
-        task_queue=WORKFLOW_TASK_QUEUE,
+        task_queue=LEDGER_TASK_QUEUE,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
     admission = await handle.execute_update(CapacityLedger.admit, admit)

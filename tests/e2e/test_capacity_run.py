@@ -148,5 +148,20 @@ def test_three_runs_queue_pump_and_cancel(steward, workspace_root):
     assert refused.code == 2 and "sign it off" in refused.stderr
 
     # Both sides of the queue replay deterministically (a non-determinism error fails).
-    replay(fetch_history(steward, queued["workflow_id"]), record_as="eval_run_capacity_v1")
+    pumped_history = fetch_history(steward, queued["workflow_id"])
+    replay(pumped_history, record_as="eval_run_capacity_v1")
     replay(fetch_history(steward, domain), record_as="capacity_ledger_v1")
+    # read-ahead-v1: the admitted run's first tend asked for its options and its first budget
+    # beside its observe (one workflow task scheduled all three), so it spawned a round sooner.
+    first_scheduled: dict[str, int] = {}
+    for event in pumped_history.events:
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            scheduled = event.activity_task_scheduled_event_attributes
+            first_scheduled.setdefault(
+                scheduled.activity_type.name, scheduled.workflow_task_completed_event_id
+            )
+    assert (
+        first_scheduled["observe_run"]
+        == first_scheduled["read_ramp_settings"]
+        == first_scheduled["exchange_provider_budgets"]
+    ), first_scheduled

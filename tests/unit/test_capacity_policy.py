@@ -209,3 +209,55 @@ def test_kubernetes_quota_shortfall_names_the_key():
     )
     assert not refused.granted
     assert refused.reason == "needs 8 Gi of memory, 6 Gi free of 8 Gi"
+
+
+def test_the_reason_at_a_place_is_the_reason_for_its_run():
+    """The ledger's view asks each entry's reason by its place (linear in the queue)."""
+    ledger = _ledger(bound=2)
+    for index, run in enumerate("abcd"):
+        _ask(ledger, run, 2, at=index)
+    assert [capacity.reason_at(ledger, place) for place in (1, 2, 3)] == [
+        capacity.queue_reason(ledger, run) for run in "bcd"
+    ]
+
+
+def test_what_a_ledger_of_1000_queued_runs_carries_over_a_handover_is_under_1_mb():
+    """A handover (continue-as-new) carries the ledger, its log and the runs still to signal:
+    with 1,000 runs queued on Kubernetes footprints and long workspace paths, under 1 MB."""
+    ledger = Ledger(domain="steward-capacity-kubernetes-" + "n" * 60)
+    capacity.note_reading(
+        ledger,
+        ProbeReading(
+            backend="kubernetes",
+            limits={"pods": 4, "requests.cpu": 8, "requests.memory": 16 * capacity.GI},
+            source="ResourceQuota steward in namespace " + "n" * 60,
+        ),
+    )
+    sizes = [(4, SandboxSize(sandboxes=3, cpu=1.5, memory_gi=3.0))]
+    for index in range(1_001):
+        capacity.admit(
+            ledger,
+            AdmitRequest(
+                run_id=f"steward-run-{index:06d}-" + "r" * 40,
+                workspace="/home/someone/evals/" + "w" * 100 + f"/{index}",
+                footprint=capacity.footprint(sizes, "kubernetes"),
+                probe={"backend": "kubernetes", "workspace": "/home/someone/evals/" + "w" * 100},
+                host_queue="steward-host-" + "h" * 40,
+            ),
+            T0 + timedelta(seconds=index),
+        )
+    assert len(ledger.queue) == 1_000
+    pending = [
+        capacity.PendingAdmission(
+            run_id=f"run-{i}", admission=capacity.Admission(granted=True, resources={"pods": 4})
+        )
+        for i in range(2)
+    ]
+    carried = capacity.LedgerInput(
+        domain=ledger.domain,
+        ledger=ledger,
+        log=["2026-12-05T10:00:00 " + "x" * 200] * 20,
+        pending=pending,
+    )
+    size = len(carried.model_dump_json().encode())
+    assert size < 1_000_000, size

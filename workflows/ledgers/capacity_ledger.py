@@ -5,6 +5,13 @@ it through the `admit` update (their admission activity probes first and brings 
 they give capacity back with the `release` signal, which pumps the head of the queue at once:
 the ledger signals the admitted run, which spawns on that signal. A slow periodic re-probe
 covers capacity freed outside Steward.
+
+Its history stays short (ledger-handover-v1): it continues as new every HANDOVER_EVENTS events
+(or sooner when Temporal suggests it), carrying the ledger, the last log lines and any admitted
+run not yet signalled. A short history is what keeps the pump fast with a long queue: a ledger
+whose workflow task is retried or evicted replays its whole history before it can answer, and
+with 1,000 runs launched at once a replay of thousands of events outlasted the workflow task's
+10 s timeout, again and again (bench.queue --runs 1000 never finished).
 """
 
 from __future__ import annotations
@@ -25,12 +32,20 @@ with workflow.unsafe.imports_passed_through():
         Ledger,
         LedgerInput,
         LedgerView,
+        PendingAdmission,
         ProbeReading,
         ProbeRequest,
         Release,
     )
+    from steward.workflows.run import eval_run_versions as versions
 
+# Ledgers run on a task queue of their own (a worker of their own in the Steward worker): a
+# pump's workflow task never waits behind a fleet's tends, nor times out there (ledger-handover-v1
+# moves a ledger started on the shared queue at its next handover).
+TASK_QUEUE = "steward-capacity"
 REPROBE_INTERVAL = timedelta(minutes=5)
+HANDOVER_EVENTS = 1_000  # ledger-handover-v1: continue as new past this many history events
+LOG_KEPT = 20  # log lines the view shows and a handover carries
 
 
 @workflow.defn(name=WorkflowType.CAPACITY_LEDGER)
@@ -38,13 +53,17 @@ class CapacityLedger:
     @workflow.init
     def __init__(self, start: LedgerInput) -> None:
         self._ledger = start.ledger or Ledger(domain=start.domain)
-        self._to_signal: list[tuple[str, Admission]] = []
+        self._to_signal: list[tuple[str, Admission]] = [
+            (p.run_id, p.admission) for p in start.pending
+        ]
         self._wake = False
         self._log: list[str] = list(start.log)
+        self._short_history = False  # ledger-handover-v1 (read at the run's start)
         self._pumped_at = workflow.now()  # when the last pump ran (for its latency metric)
 
     @workflow.run
     async def run(self, start: LedgerInput) -> None:
+        self._short_history = versions.ledger_hands_over_early()
         while True:
             await self._signal_admitted()
             self._show()
@@ -59,14 +78,23 @@ class CapacityLedger:
             if self._history_full() and not self._to_signal:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
-                    LedgerInput(
-                        domain=self._ledger.domain, ledger=self._ledger, log=self._log[-20:]
-                    )
+                    self._handover(), task_queue=TASK_QUEUE if self._short_history else None
                 )
 
-    @staticmethod
-    def _history_full() -> bool:
-        return workflow.info().is_continue_as_new_suggested()
+    def _handover(self) -> LedgerInput:
+        """What the next execution starts from: the ledger, its log, runs still to signal."""
+        return LedgerInput(
+            domain=self._ledger.domain,
+            ledger=self._ledger,
+            log=self._log[-LOG_KEPT:],
+            pending=[PendingAdmission(run_id=r, admission=a) for r, a in self._to_signal],
+        )
+
+    def _history_full(self) -> bool:
+        info = workflow.info()
+        if info.is_continue_as_new_suggested():
+            return True
+        return self._short_history and info.get_current_history_length() >= HANDOVER_EVENTS
 
     # ---------------------------------------------------------------- commands
     @workflow.update
@@ -104,9 +132,11 @@ class CapacityLedger:
         return LedgerView(
             ledger=ledger,
             positions={e.run_id: i + 1 for i, e in enumerate(ledger.queue)},
-            reasons={e.run_id: capacity.queue_reason(ledger, e.run_id) for e in ledger.queue},
+            reasons={
+                e.run_id: capacity.reason_at(ledger, i + 1) for i, e in enumerate(ledger.queue)
+            },
             reserved=capacity.reserved(ledger),
-            log=self._log[-20:],
+            log=self._log[-LOG_KEPT:],
         )
 
     # ---------------------------------------------------------------- steps
@@ -163,4 +193,5 @@ class CapacityLedger:
 
     def _note(self, line: str) -> None:
         self._log.append(f"{workflow.now().isoformat(timespec='seconds')} {line}")
+        del self._log[:-LOG_KEPT]  # only the newest are ever shown or carried
         workflow.logger.info(line)

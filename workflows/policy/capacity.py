@@ -313,8 +313,12 @@ def _reserve(
 
 def queue_reason(ledger: Ledger, run_id: str) -> str:
     place = position(ledger, run_id)
-    if place is None:
-        return ""
+    return "" if place is None else reason_at(ledger, place)
+
+
+def reason_at(ledger: Ledger, place: int) -> str:
+    """Why the entry at this 1-based place waits (the ledger's view asks it of every entry:
+    linear in the queue, where a search by run id for each would be quadratic)."""
     entry = ledger.queue[place - 1]
     wanted = _clamp_to_limits(ledger, entry.footprint.resources)
     problem = _shortfall(ledger, wanted)
@@ -385,10 +389,20 @@ class ProbeRequest(BaseModel):
     namespace: str | None = None
 
 
+class PendingAdmission(BaseModel):
+    """A run the pump admitted that the ledger has yet to signal."""
+
+    run_id: str
+    admission: Admission
+
+
 class LedgerInput(BaseModel):
     domain: str
     ledger: Ledger | None = None  # carried over continue-as-new
     log: list[str] = Field(default_factory=list)
+    # Admitted runs not yet signalled when the ledger handed over: the next execution signals
+    # them first (a release that came in during the handover must not strand its run).
+    pending: list[PendingAdmission] = Field(default_factory=list)
 
 
 class LedgerView(BaseModel):

@@ -6,6 +6,8 @@ The decisions are workflows/policy/provider_budget.py's and workflows/policy/con
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
@@ -20,14 +22,28 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.run.eval_run_context import RunContext, cause_of
 
 
-async def seed(ctx: RunContext) -> None:
+def unbudgeted_models(ctx: RunContext) -> list[str]:
+    """The run's models, which seed exchanges with the provider ledger, when any of them has no
+    budget yet; else none (nothing to seed)."""
+    models = {t.spec.model for t in ctx.state.tasks}
+    covered = {m for b in ctx.state.providers.values() for m in b.models}
+    return sorted(models) if models - covered else []
+
+
+async def seed(
+    ctx: RunContext, read_ahead: asyncio.Task[BudgetAnswer | ActivityError] | None = None
+) -> None:
     """Budgets for the run's models that have none yet (at the first spawn, and for a model a
-    relaunch brought in), before their workers spawn."""
+    relaunch brought in), before their workers spawn. `read_ahead`: the exchange this tend
+    started beside its observe (eval_run_read_ahead.py), for these models."""
     state = ctx.state
     covered = {m for b in state.providers.values() for m in b.models}
-    if not {t.spec.model for t in state.tasks} - covered:
+    if not unbudgeted_models(ctx):
         return
-    answer = await _exchange(ctx, {})
+    if read_ahead is not None:
+        answer = _answered(ctx, await read_ahead)
+    else:
+        answer = await _exchange(ctx, {})
     if answer is None:
         return
     by_endpoint: dict[str, list[str]] = {}
@@ -110,19 +126,29 @@ async def _apply(ctx: RunContext, changes: list[SetpointChange]) -> None:
 async def _exchange(ctx: RunContext, learned: dict[str, int]) -> BudgetAnswer | None:
     """Tell the provider ledger what was learned, hear what is known. A ledger that cannot be
     reached costs the run its memory, not its progress: it runs on one process's default."""
-    state = ctx.state
+    return _answered(ctx, await ask_ledger(ctx, learned))
+
+
+async def ask_ledger(ctx: RunContext, learned: dict[str, int]) -> BudgetAnswer | ActivityError:
+    """The exchange itself: the ledger's answer, or why it could not be had."""
     try:
         return await ctx.activity(
             Activity.EXCHANGE_PROVIDER_BUDGETS,
             BudgetCall(
                 workspace=ctx.workspace,
                 run_id=ctx.run_id,
-                models=sorted({t.spec.model for t in state.tasks}),
+                models=sorted({t.spec.model for t in ctx.state.tasks}),
                 learned=learned,
             ),
             result_type=BudgetAnswer,
             attempts=3,
         )
     except ActivityError as err:
-        ctx.journal("provider ledger unreachable", problem=cause_of(err))
+        return err
+
+
+def _answered(ctx: RunContext, outcome: BudgetAnswer | ActivityError) -> BudgetAnswer | None:
+    if isinstance(outcome, ActivityError):
+        ctx.journal("provider ledger unreachable", problem=cause_of(outcome))
         return None
+    return outcome

@@ -4,6 +4,8 @@ limits) and reports drift of the definition, before the ramp plans with them."""
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -15,15 +17,22 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.run.eval_run_watch import watch_all
 
 
-async def follow_options(ctx: RunContext) -> None:
-    """Read the workspace's options and definition hash now, report drift, apply the options."""
-    fresh: LiveOptions = await ctx.activity(
+async def follow_options(
+    ctx: RunContext, read_ahead: asyncio.Task[LiveOptions] | None = None
+) -> None:
+    """Read the workspace's options and definition hash now, report drift, apply the options.
+    `read_ahead`: the read this tend started beside its observe (eval_run_read_ahead.py)."""
+    fresh = await (read_ahead if read_ahead is not None else read_options(ctx))
+    await follow_drift(ctx, fresh.definition_hash)
+    follow_live_options(ctx, fresh)
+
+
+async def read_options(ctx: RunContext) -> LiveOptions:
+    return await ctx.activity(
         Activity.READ_LIVE_OPTIONS,
         LiveOptionsRequest(workspace=ctx.workspace, definition=ctx.input.definition),
         result_type=LiveOptions,
     )
-    await follow_drift(ctx, fresh.definition_hash)
-    follow_live_options(ctx, fresh)
 
 
 def follow_live_options(ctx: RunContext, fresh: LiveOptions) -> None:

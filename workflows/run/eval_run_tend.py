@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         eval_run_provider,
         eval_run_scan,
     )
+    from steward.workflows.run import eval_run_read_ahead as read_ahead
     from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_capacity import (
         account_capacity,
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.run.eval_run_lifecycle import orphan
     from steward.workflows.run.eval_run_options import follow_options
     from steward.workflows.run.eval_run_ramp import ramp
+    from steward.workflows.run.eval_run_read_ahead import ReadAhead
     from steward.workflows.run.eval_run_triage import check_cost_cap, triage
     from steward.workflows.run.eval_run_watch import close_lapsed, exits_of, hung_anomalies
     from steward.workflows.run.eval_run_workers import spawn, stop_lingering_and_restarted
@@ -58,14 +60,20 @@ async def tend(ctx: RunContext) -> TendSummary:
     summary = TendSummary(
         tend=state.tend_count + 1, at=workflow.now(), phase=state.phase, paused=state.paused
     )
+    ahead = None
+    if not nothing_to_tend(ctx) and versions.reads_ahead():
+        ahead = read_ahead.start(ctx)  # beside the observe: the reads that do not need it
     try:
-        return await _tend(ctx, summary)
+        return await _tend(ctx, summary, ahead)
     except ActivityError as err:
         cause = err.cause
         if not (isinstance(cause, ApplicationError) and cause.type == PAYLOAD_TOO_LARGE):
             raise
         await _stopped_short(ctx, summary, f"the tend stopped short: {cause_of(err)}")
         return summary
+    finally:
+        if ahead is not None:
+            ahead.cancel()  # what the tend did not take (it stopped short, or spawned nothing)
 
 
 async def _stopped_short(ctx: RunContext, summary: TendSummary, problem: str) -> None:
@@ -80,7 +88,7 @@ async def _stopped_short(ctx: RunContext, summary: TendSummary, problem: str) ->
     await ctx.write_workspace()
 
 
-async def _tend(ctx: RunContext, summary: TendSummary) -> TendSummary:
+async def _tend(ctx: RunContext, summary: TendSummary, ahead: ReadAhead | None) -> TendSummary:
     state = ctx.state
     if nothing_to_tend(ctx):
         return summary
@@ -109,7 +117,7 @@ async def _tend(ctx: RunContext, summary: TendSummary) -> TendSummary:
     eval_run_provider.close_answered(ctx, ends)  # likewise a provider stuck again
     observation.anomalies = (observation.anomalies or []) + hung + stuck
     versions.read_at_first_tend()
-    await follow_options(ctx)
+    await follow_options(ctx, ahead.take_options() if ahead else None)
     windows = await ramp(ctx, observation)
     eval_run_metrics.count_windows(state, ctx.run_id, windows)
     await triage(ctx, observation, stalled, summary)
@@ -117,7 +125,7 @@ async def _tend(ctx: RunContext, summary: TendSummary) -> TendSummary:
     if state.providers:
         # After triage: a scan that ended there has given its connections back.
         await eval_run_budget.rebalance(ctx, observation, windows)
-    await _start_work(ctx, summary)
+    await _start_work(ctx, summary, ahead)
     await _settle_phase(ctx)
     await eval_run_scan.start(ctx, eval_run_budget.make_room_for_scan)
     await _finish_tend(ctx, summary)
@@ -145,9 +153,7 @@ async def _observe(ctx: RunContext) -> Observation:
         ),
     )
     request.workspace, request.workflow_id = ctx.workspace, workflow.info().workflow_id
-    return await ctx.activity(
-        Activity.OBSERVE_RUN, request, result_type=Observation, attempts=3
-    )
+    return await ctx.activity(Activity.OBSERVE_RUN, request, result_type=Observation, attempts=3)
 
 
 async def _apply_observation(
@@ -200,7 +206,7 @@ def _said(cause: str | None) -> dict[str, str]:
     return {"cause": cause} if cause else {}
 
 
-async def _start_work(ctx: RunContext, summary: TendSummary) -> None:
+async def _start_work(ctx: RunContext, summary: TendSummary, ahead: ReadAhead | None) -> None:
     """Ask for capacity if pending work holds none, then spawn what the plan allows."""
     state = ctx.state
     state.phase = policy.run_phase(state)
@@ -209,7 +215,8 @@ async def _start_work(ctx: RunContext, summary: TendSummary) -> None:
     groups = policy.plan_spawns(state, ctx.settings)
     shares: list[ConnectionShare | None] = [None] * len(groups)
     if groups:
-        await eval_run_budget.seed(ctx)
+        models = eval_run_budget.unbudgeted_models(ctx)
+        await eval_run_budget.seed(ctx, ahead.take_budgets(models) if ahead else None)
         shares = await eval_run_budget.shares_for(ctx, groups)
     hosts = await eval_run_hosts.placements(ctx, groups)
     for group, share, host in zip(groups, shares, hosts, strict=True):

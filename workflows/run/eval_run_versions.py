@@ -85,6 +85,8 @@ ROUTE_BY_TIME = "route-by-time-v1"
 HOST_BACK = "host-back-v1"
 REMOTE_STUCK = "remote-stuck-v1"
 HOSTS_AT_ONCE = "hosts-at-once-v1"
+READ_AHEAD = "read-ahead-v1"
+LEDGER_HANDOVER = "ledger-handover-v1"  # the CapacityLedger's, not EvalRun's
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,16 @@ LIVE = (
     ),
     LiveFlag(
         REMOTE_STUCK, "stuck samples are looked for on every host's task workers", _NEXT_RELEASE
+    ),
+    LiveFlag(
+        READ_AHEAD,
+        "a tend reads the options (and a first budget) beside its observe",
+        _NEXT_RELEASE,
+    ),
+    LiveFlag(
+        LEDGER_HANDOVER,
+        "a capacity ledger continues as new every 1,000 history events",
+        _NEXT_RELEASE,
     ),
     LiveFlag(HOSTS_AT_ONCE, "a tend observes the other hosts at once", _NEXT_RELEASE),
 )
@@ -180,6 +192,22 @@ def looks_for_remote_stuck() -> bool:
     """remote-stuck-v1: another host's observe also asks its workers for stuck samples, and
     the run files them as it files the workspace host's."""
     return workflow.patched(REMOTE_STUCK)
+
+
+def reads_ahead() -> bool:
+    """read-ahead-v1, read at each tend's start: the live options (and, before a first spawn,
+    the provider ledger's budgets) are read beside the observe, not after it, so an admitted
+    run spawns one round of activities sooner (eval_run_read_ahead.py). A history recorded
+    before it replays with the reads one after the other."""
+    return workflow.patched(READ_AHEAD)
+
+
+def ledger_hands_over_early() -> bool:
+    """ledger-handover-v1, read at a CapacityLedger execution's start: it continues as new every
+    HANDOVER_EVENTS history events (capacity_ledger.py), not only when Temporal suggests it
+    (thousands of events later). A ledger execution started before it keeps handing over
+    when suggested; its next execution takes the new branch."""
+    return workflow.patched(LEDGER_HANDOVER)
 
 
 def asks_hosts_at_once() -> bool:

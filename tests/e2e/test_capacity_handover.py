@@ -1,0 +1,158 @@
+"""The capacity ledger's history stays short (ledger-handover-v1): it continues as new every
+HANDOVER_EVENTS events, moves to its own task queue, and a handover keeps the queue's order, its
+reservations and any admitted run it had still to signal. On a private Temporal server with
+this process's workers (the threshold lowered so a dozen runs cross several handovers); the
+runs are stand-in workflows that wait for the ledger's `admitted` signal."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import workflow
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from harness.helpers import private_steward
+from steward.worker.temporal_worker import workflow_runner
+from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
+from steward.workflows.ledgers import capacity_ledger
+from steward.workflows.ledgers.capacity_ledger import CapacityLedger
+from steward.workflows.names import Signal
+from steward.workflows.policy.capacity import (
+    Admission,
+    AdmitRequest,
+    Footprint,
+    LedgerInput,
+    PendingAdmission,
+    ProbeReading,
+    Release,
+)
+
+WAITERS = "handover-test-runs"
+
+
+@workflow.defn(name="AdmissionWaiter")
+class Waiter:
+    """A run as the ledger sees it: queued until the `admitted` signal comes."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.wait_condition(lambda: self.reason is not None)
+        return self.reason or ""
+
+    @workflow.signal(name=Signal.ADMITTED)
+    def admitted(self, admission: Admission) -> None:
+        self.reason = admission.reason
+
+
+def test_handovers_keep_the_queue_in_order(steward, tmp_path, monkeypatch):
+    monkeypatch.setattr(capacity_ledger, "HANDOVER_EVENTS", 40)
+    private = private_steward(steward, tmp_path)
+    private.ok("server", "start")
+    try:
+        asyncio.run(_queue_through_handovers(f"127.0.0.1:{private.env['STEWARD_TEMPORAL_PORT']}"))
+    finally:
+        private("server", "stop")
+
+
+async def _queue_through_handovers(address: str) -> None:
+    client = await Client.connect(address, data_converter=pydantic_data_converter)
+    workers = [
+        # A ledger started before this change runs on the shared queue; its handover moves it.
+        Worker(
+            client,
+            task_queue=WORKFLOW_TASK_QUEUE,
+            workflows=[CapacityLedger],
+            workflow_runner=workflow_runner(),
+        ),
+        Worker(
+            client,
+            task_queue=capacity_ledger.TASK_QUEUE,
+            workflows=[CapacityLedger],
+            workflow_runner=workflow_runner(),
+        ),
+        Worker(
+            client,
+            task_queue=WAITERS,
+            workflows=[Waiter],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        ),
+    ]
+    async with workers[0], workers[1], workers[2]:
+        await _pump_in_order(client)
+        await _pending_admission_is_signalled(client)
+
+
+async def _pump_in_order(client: Client) -> None:
+    await client.start_workflow(
+        CapacityLedger.run,
+        LedgerInput(domain="handover"),
+        id="ledger-handover",
+        task_queue=WORKFLOW_TASK_QUEUE,
+    )
+    ledger = client.get_workflow_handle("ledger-handover")  # the current execution, whichever
+    runs = [f"handover-run-{i:02d}" for i in range(12)]
+    for run_id in runs:
+        await client.start_workflow(Waiter.run, id=run_id, task_queue=WAITERS)
+    one = Footprint(resources={"sandboxes": 1})
+    reading = ProbeReading(backend="docker", limits={"sandboxes": 1}, source="test")
+    answers = [
+        await ledger.execute_update(
+            CapacityLedger.admit,
+            AdmitRequest(run_id=run_id, workspace=f"/w/{run_id}", footprint=one, reading=reading),
+        )
+        for run_id in runs
+    ]
+    assert answers[0].granted
+    assert [a.position for a in answers[1:]] == list(range(1, len(runs)))
+
+    for index, run_id in enumerate(runs[:-1]):
+        await ledger.signal(CapacityLedger.release, Release(run_id=run_id))
+        following = client.get_workflow_handle(runs[index + 1])
+        assert await asyncio.wait_for(following.result(), timeout=60) == "pumped"
+        if index + 2 < len(runs):  # nobody behind it overtook it
+            behind = await client.get_workflow_handle(runs[index + 2]).describe()
+            assert behind.status == WorkflowExecutionStatus.RUNNING
+
+    view = await ledger.query(CapacityLedger.view)
+    assert view.ledger.queue == []
+    assert list(view.ledger.reservations) == [runs[-1]]
+    assert view.ledger.pumped == len(runs) - 1
+    assert len(view.log) <= capacity_ledger.LOG_KEPT
+
+    executions = [e async for e in client.list_workflows("WorkflowId = 'ledger-handover'")]
+    assert len(executions) >= 3, "the ledger should have handed over at least twice"
+    for execution in executions:
+        described = await client.get_workflow_handle(
+            execution.id, run_id=execution.run_id
+        ).describe()
+        history = described.raw_description.workflow_execution_info.history_length
+        # The threshold, plus what one workflow task may add before the handover.
+        assert history <= capacity_ledger.HANDOVER_EVENTS + 30, history
+    current = await ledger.describe()
+    assert current.task_queue == capacity_ledger.TASK_QUEUE
+
+
+async def _pending_admission_is_signalled(client: Client) -> None:
+    """A run the pump admitted but the ledger had yet to signal when it handed over."""
+    await client.start_workflow(Waiter.run, id="handover-run-pending", task_queue=WAITERS)
+    await client.start_workflow(
+        CapacityLedger.run,
+        LedgerInput(
+            domain="pending",
+            pending=[
+                PendingAdmission(
+                    run_id="handover-run-pending",
+                    admission=Admission(granted=True, reason="pumped", resources={"sandboxes": 1}),
+                )
+            ],
+        ),
+        id="ledger-pending",
+        task_queue=capacity_ledger.TASK_QUEUE,
+    )
+    waiter = client.get_workflow_handle("handover-run-pending")
+    assert await asyncio.wait_for(waiter.result(), timeout=60) == "pumped"
