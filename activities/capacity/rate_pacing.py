@@ -128,15 +128,20 @@ class SharedSchedule:
             rate_limits.observe(state, reading, now, tokens)
 
 
-def budgets(directory: Path) -> list[dict]:
-    """Every endpoint's learned limits, as `rate_limits.budget_view` words them."""
-    views = []
+def read_budgets(directory: Path) -> list[rate_limits.RateLimitBudget]:
+    """Every endpoint's learned limits (rate_limits.budget)."""
+    found = []
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         try:
-            views.append(rate_limits.budget_view(PaceState.model_validate_json(path.read_text())))
+            found.append(rate_limits.budget(PaceState.model_validate_json(path.read_text())))
         except (OSError, ValueError):
             continue
-    return views
+    return found
+
+
+def budgets(directory: Path) -> list[dict]:
+    """The same as plain data: `{endpoint, unit, value, limits, style, ...}`."""
+    return [budget.model_dump() for budget in read_budgets(directory)]
 
 
 def _tokens(response) -> int | None:  # type: ignore[no-untyped-def]

@@ -131,6 +131,16 @@ def connections_of(socket: str, rows: list[dict]) -> tuple[int | None, int | Non
     return retries, min(limits, default=None), max(ceilings, default=None)
 
 
+def rate_limits_of(tasks) -> list:  # type: ignore[no-untyped-def]
+    """What the workers learned of the rate limits of these tasks' models (the endpoints
+    whose model is one of theirs), in the provider's units."""
+    from steward.activities.capacity.rate_pacing import read_budgets
+    from steward.activities.processes.runner_launch import rate_limits_dir
+
+    names = {task.model.split("/")[-1] for task in tasks}
+    return [b for b in read_budgets(rate_limits_dir()) if b.endpoint.rsplit("/", 1)[-1] in names]
+
+
 def progress_from_log(path: str, total: int) -> Progress:
     from inspect_ai.log import read_eval_log_sample_summaries
 
@@ -154,7 +164,7 @@ def progress_from_row(row: dict, total: int) -> Progress:
 
 
 def observe_run_sync(request: ObserveRequest) -> Observation:
-    observation = Observation()
+    observation = Observation(rate_limits=rate_limits_of(request.tasks))
     live: list[WorkerProcess] = []
     for worker in request.workers:
         alive = is_alive(worker.pid, worker.create_time)

@@ -160,3 +160,21 @@ def test_a_429_without_headers_holds_the_schedule_but_paces_nothing_after():
     assert schedule(state, 5.0) == 7.0
     assert [schedule(state, 8.0) for _ in range(3)] == [8.0, 8.0, 8.0]
     assert budget_view(state)["unit"] is None
+
+
+def test_the_run_keeps_what_its_last_look_saw_and_status_says_it_in_the_providers_units():
+    from steward.workflows.contracts import Observation, RunState
+    from steward.workflows.policy import run_policy
+    from steward.workflows.policy.rate_limits import budget
+    from steward.workflows.views.status_view import connection_lines
+
+    state = PaceState(endpoint="http://127.0.0.1:8000/echo")
+    observe(state, read_headers(OPENAI_ANSWER, NOW), now=0.0, tokens=50)
+    run = RunState(phase="running")
+    run_policy.apply_observation(run, Observation(rate_limits=[budget(state)]), stall_after=3)
+    assert connection_lines(run) == [
+        "rate limit http://127.0.0.1:8000/echo: 2400 requests/min (openai-style headers; paced "
+        "at 98%, 50 tokens a request)"
+    ]
+    run_policy.apply_observation(run, Observation(), stall_after=3)  # a look that saw none
+    assert run.rate_limits[0].value == 2400

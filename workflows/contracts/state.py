@@ -23,6 +23,7 @@ from steward.workflows.policy.deferrals import Deferral
 from steward.workflows.policy.hosts import HostLost
 from steward.workflows.policy.provider_budget import ProviderBudget
 from steward.workflows.policy.ramp import RampReading
+from steward.workflows.policy.rate_limits import RateLimitBudget
 
 
 class TaskState(BaseModel):
@@ -318,6 +319,9 @@ class RunState(BaseModel):
     """Ids of hung workers ruled `restart`, for the next tend."""
     providers: dict[str, ProviderBudget] = Field(default_factory=dict)
     """budget-v1: endpoint -> the connection budget its workers share."""
+    rate_limits: list[RateLimitBudget] = Field(default_factory=list)
+    """The rate limits the workers learned of the run's endpoints, in the provider's units, as
+    the last look saw them (workflows/policy/rate_limits.py)."""
     deferrals: list[Deferral] = Field(default_factory=list)
     """Rulings that wait for their provider to answer a probe (workflows/policy/deferrals.py)."""
 

@@ -14,6 +14,7 @@ from steward.workflows.policy.cost import ModelTokens
 from steward.workflows.policy.decisions import Anomaly
 from steward.workflows.policy.provider_health import ProviderHealth
 from steward.workflows.policy.ramp import RampReading
+from steward.workflows.policy.rate_limits import RateLimitBudget
 
 WORKFLOW_TASK_QUEUE = "steward"
 
@@ -228,3 +229,6 @@ class Observation(BaseModel):
     """The triage ledger holds the run's changes up to this sequence number."""
     orphaned: str | None = None
     """orphan-v1: why the run's workspace is no longer its own (None: it is)."""
+    rate_limits: list[RateLimitBudget] = Field(default_factory=list)
+    """The rate limits the workers learned of the run's endpoints, in the provider's units
+    (activities/capacity/rate_pacing.py)."""

@@ -210,16 +210,45 @@ def observe(state: PaceState, reading: RateLimitReading, now: float, tokens: int
         state.held_until = max(state.held_until, now + reading.retry_after_s)
 
 
+class RateLimitBudget(BaseModel):
+    """An endpoint's budget in the provider's own units, as status and metrics read it."""
+
+    endpoint: str  # scheme://host:port/model
+    unit: str | None = (
+        None  # "requests/min" or "tokens/min": the limit that binds (None: none known)
+    )
+    value: int | None = None  # that limit
+    paced_at: float = PACE_SHARE
+    limits: dict[str, int] = Field(default_factory=dict)  # every limit stated: unit -> per minute
+    style: str | None = None  # the headers' style: "openai", "anthropic"
+    tokens_per_request: float | None = None
+    pushbacks: int = 0  # 429s seen
+
+    def line(self) -> str:
+        """`http://h:1/echo: 2400 requests/min (openai-style headers; paced at 98%)`."""
+        if self.unit is None:
+            return f"{self.endpoint}: no limit stated yet, {self.pushbacks} 429(s)"
+        per = f", {self.tokens_per_request:.0f} tokens a request" if self.tokens_per_request else ""
+        refused = f", {self.pushbacks} 429(s)" if self.pushbacks else ""
+        return (
+            f"{self.endpoint}: {self.value} {self.unit} ({self.style}-style headers; paced at "
+            f"{self.paced_at:.0%}{per}{refused})"
+        )
+
+
+def budget(state: PaceState) -> RateLimitBudget:
+    unit = binding_unit(state)
+    return RateLimitBudget(
+        endpoint=state.endpoint,
+        unit=None if unit is None else f"{unit}/min",
+        value=None if unit is None else state.limits[unit],
+        limits=dict(state.limits),
+        style=state.style,
+        tokens_per_request=state.tokens_per_request,
+        pushbacks=state.pushbacks,
+    )
+
+
 def budget_view(state: PaceState) -> dict:
     """The endpoint's budget as others read it (status, metrics): its unit and value."""
-    unit = binding_unit(state)
-    return {
-        "endpoint": state.endpoint,
-        "unit": None if unit is None else f"{unit}/min",
-        "value": None if unit is None else state.limits[unit],
-        "paced_at": PACE_SHARE,
-        "limits": dict(state.limits),
-        "style": state.style,
-        "tokens_per_request": state.tokens_per_request,
-        "pushbacks": state.pushbacks,
-    }
+    return budget(state).model_dump()

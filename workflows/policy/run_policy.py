@@ -68,6 +68,8 @@ def apply_observation(
     completing a sample since their last spawn: then they are given up (stalled).
     """
     outcome = ObservationOutcome()
+    if observation.rate_limits:
+        state.rate_limits = observation.rate_limits
     for task in open_tasks(state):
         seen = observation.tasks.get(task.spec.identifier)
         if seen is None:

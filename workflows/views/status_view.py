@@ -93,6 +93,8 @@ def connection_lines(state: RunState) -> list[str]:
             + (f", each task worker's ceiling {shares}" if shares else "")
             + (f", {budget.pushbacks} pushback(s)" if budget.pushbacks else "")
         )
+    for rate_limit in state.rate_limits:
+        lines.append(f"rate limit {rate_limit.line()}")
     for task in state.tasks:
         if task.spec.own_connections:
             lines.append(
