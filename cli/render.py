@@ -240,6 +240,8 @@ def print_status(status: RunStatus) -> None:
             console.print(age, highlight=False)
     if status.web_ui:
         print_link("web UI", status.web_ui)
+    if status.web_ui_runs:
+        print_link("all runs", status.web_ui_runs)
 
 
 def workspace_line(problem: str) -> str:

@@ -25,6 +25,7 @@ from steward.worker.connect import (
     connect,
     connect_failure,
     run_url,
+    runs_url,
 )
 from steward.workflows.contracts import (
     SETTLED_PHASES,
@@ -252,6 +253,8 @@ async def query_status(handle: RunHandle, ctx: Context) -> RunStatus:
             if view is not None and ctx.workflow_id in view.positions:
                 cap.position = view.positions[ctx.workflow_id]
                 cap.reason = view.reasons.get(ctx.workflow_id, cap.reason)
+        status.web_ui = run_url(ctx.target, ctx.workflow_id, description.run_id)
+        status.web_ui_runs = runs_url(ctx.target)
         return with_live_progress(status, await worker_pulses(description), datetime.now(UTC))
     if description.status == WorkflowExecutionStatus.COMPLETED:
         state = await handle.result()
@@ -265,7 +268,8 @@ async def query_status(handle: RunHandle, ctx: Context) -> RunStatus:
         workspace=str(ctx.workspace),
         state=state,
         tend_interval=ctx.options.tend_interval,
-        web_ui=run_url(ctx.target, ctx.workflow_id),
+        web_ui=run_url(ctx.target, ctx.workflow_id, description.run_id),
+        web_ui_runs=runs_url(ctx.target),
     )
 
 

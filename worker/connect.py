@@ -8,9 +8,11 @@ import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from platformdirs import user_data_path
 
+from steward.workflows.names import WorkflowType
 from steward.workflows.options import StewardOptions
 
 
@@ -80,10 +82,27 @@ def target_for(options: StewardOptions) -> Target:
     )
 
 
-def run_url(target: Target, workflow_id: str) -> str | None:
+def run_url(target: Target, workflow_id: str, run_id: str | None = None) -> str | None:
+    """The run's page in the Temporal web UI; given the execution's run id, on its *User
+    Metadata* tab, where Steward's view of the run is (workflows/views/web_ui.py). Without it
+    the UI opens the latest execution's timeline (a run continues as new under new run ids)."""
     if target.ui_url is None:
         return None
-    return f"{target.ui_url}/namespaces/{target.namespace}/workflows/{workflow_id}"
+    page = f"{target.ui_url}/namespaces/{target.namespace}/workflows/{workflow_id}"
+    return f"{page}/{run_id}/user-metadata" if run_id else page
+
+
+# Runs only: the other workflows (ledgers, registries, checks) and the executions a run
+# continued from are left out. The UI takes a visibility query as `?query=`.
+RUNS_QUERY = f'WorkflowType="{WorkflowType.EVAL_RUN}" AND ExecutionStatus!="ContinuedAsNew"'
+
+
+def runs_url(target: Target) -> str | None:
+    """The web UI's workflow list showing Steward's runs only, one row per run."""
+    if target.ui_url is None:
+        return None
+    query = quote(RUNS_QUERY, safe='="!')
+    return f"{target.ui_url}/namespaces/{target.namespace}/workflows?query={query}"
 
 
 async def connect(target: Target):

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
 from steward.worker import embedded
-from steward.worker.connect import Target, connect, data_dir, host_queue, target_for
+from steward.worker.connect import Target, connect, data_dir, host_queue, runs_url, target_for
 from steward.worker.version import DISTRIBUTION, steward_version
 from steward.workflows.contracts import WORKFLOW_TASK_QUEUE
 from steward.workflows.options import StewardOptions
@@ -142,8 +142,8 @@ def examine(options: StewardOptions) -> Report:
                 + " (STEWARD_TEMPORAL_PORT, STEWARD_TEMPORAL_UI_PORT)",
             )
         )
-        if target.ui_url:
-            add(Check("web UI", answers, target.ui_url))
+        if target.ui_url:  # the runs only (its other workflows are Steward's bookkeeping)
+            add(Check("web UI", answers, runs_url(target) or target.ui_url))
     worker = embedded.worker_status()
     pollers = asyncio.run(_pollers(target)) if answers else None
     if pollers is None:

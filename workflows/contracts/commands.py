@@ -63,6 +63,8 @@ class RunStatus(BaseModel):
     """Seconds between scheduled tends."""
     web_ui: str | None = None
     """The Temporal web UI page of this run, when there is one."""
+    web_ui_runs: str | None = None
+    """The web UI's list of Steward's runs only (filled in by the reader)."""
     host_queue: str = ""
     """The workspace's host queue (a worker with no queue of its own runs there)."""
     live: list[WorkerPulse] = Field(default_factory=list)

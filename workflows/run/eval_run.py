@@ -77,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.run.eval_run_provider import resume_probing
     from steward.workflows.run.eval_run_watch import watch_all
     from steward.workflows.views import eval_run_views as views
+    from steward.workflows.views import web_ui
 
 
 @workflow.defn(name=WorkflowType.EVAL_RUN)
@@ -135,6 +136,7 @@ class EvalRun:
                 )
                 if _history_full() and state.phase == "queued":
                     await workflow.wait_condition(workflow.all_handlers_finished)
+                    workflow.set_current_details(web_ui.handed_over(ctx.workspace, state))
                     workflow.continue_as_new(
                         ctx.input.model_copy(update={"state": state, "tend_due": True})
                     )
@@ -160,6 +162,7 @@ class EvalRun:
                 if state.phase in TERMINAL_PHASES:
                     return  # a signoff that waited for a tend has ended the run
                 due = due or ctx.wake
+                workflow.set_current_details(web_ui.handed_over(ctx.workspace, state))
                 workflow.continue_as_new(
                     ctx.input.model_copy(update={"state": state, "tend_due": due})
                 )
