@@ -34,6 +34,7 @@ from steward.activities.processes.runner_launch import RATE_LIMITS_ENV
 from steward.workflows.policy import rate_limits
 from steward.workflows.policy.rate_limits import PaceState
 
+UNPACED_RECHECK_S = 1.0  # how long a process takes an unpaced endpoint as unpaced
 LOCK_POLL_S = 0.001  # how often a worker tries the endpoint's lock while a peer holds it
 _MODEL = re.compile(rb'"model"\s*:\s*"([^"]{1,200})"')
 _installed = False
@@ -109,9 +110,11 @@ class SharedSchedule:
         finally:
             fcntl.flock(file, fcntl.LOCK_UN)
 
-    async def due(self, endpoint: str, now: float) -> float:
+    async def due(self, endpoint: str, now: float) -> tuple[float, bool]:
+        """When a request asked for at `now` goes, and whether the endpoint is paced at all."""
         async with self.astate(endpoint) as state:
-            return rate_limits.schedule(state, now)
+            at = rate_limits.schedule(state, now)
+            return at, rate_limits.interval(state) is not None or state.held_until > now
 
     async def observe(
         self,
@@ -120,11 +123,9 @@ class SharedSchedule:
         now: float,
         tokens: int | None,
     ) -> None:
-        if reading is None and not tokens:
+        if reading is None:  # no limit stated: nothing to learn (tokens count once one is)
             return
         async with self.astate(endpoint) as state:
-            if reading is None:
-                reading = rate_limits.RateLimitReading(style=state.style or "none")
             rate_limits.observe(state, reading, now, tokens)
 
 
@@ -179,6 +180,9 @@ def _paced(original):  # type: ignore[no-untyped-def]
     import anyio
 
     schedules: dict[str, SharedSchedule] = {}
+    # Endpoints found unpaced (no limit known) -> until when this process takes that as read:
+    # their requests then cost no file lock (a provider without headers, the CPU-bound case).
+    unpaced_until: dict[str, float] = {}
 
     async def handle_async_request(self, request):  # type: ignore[no-untyped-def]
         directory = os.environ.get(RATE_LIMITS_ENV)
@@ -188,17 +192,25 @@ def _paced(original):  # type: ignore[no-untyped-def]
         schedule = schedules.get(directory) or schedules.setdefault(
             directory, SharedSchedule(Path(directory))
         )
-        wait = await schedule.due(endpoint, time.time()) - time.time()
-        if wait > 0:
-            await anyio.sleep(wait)
+        now = time.time()
+        if unpaced_until.get(endpoint, 0.0) <= now:
+            at, paced = await schedule.due(endpoint, now)
+            if not paced:
+                unpaced_until[endpoint] = now + UNPACED_RECHECK_S
+            elif at > time.time():
+                await anyio.sleep(at - time.time())
         response = await original(self, request)
+        reading = rate_limits.read_headers(response.headers, datetime.now(UTC))
+        if reading is None:
+            return response
+        if response.status_code not in (429, 529):
+            reading.retry_after_s = None  # only a refusal's retry-after holds the fleet
+        if reading.units:
+            unpaced_until.pop(endpoint, None)  # a limit stated: pace from the next request
         tokens = None
         if response.status_code == 200 and "json" in response.headers.get("content-type", ""):
             await response.aread()
             tokens = _tokens(response)
-        reading = rate_limits.read_headers(response.headers, datetime.now(UTC))
-        if reading is not None and response.status_code not in (429, 529):
-            reading.retry_after_s = None  # only a refusal's retry-after holds the fleet
         await schedule.observe(endpoint, reading, time.time(), tokens)
         return response
 

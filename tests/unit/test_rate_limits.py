@@ -154,11 +154,13 @@ def test_an_account_emptier_than_assumed_holds_the_schedule_and_a_429_too():
     assert state.limits == {"requests": 50, "tokens": 480000}
 
 
-def test_a_429_without_headers_holds_the_schedule_but_paces_nothing_after():
+def test_a_429_without_headers_paces_and_holds_nothing():
+    # A provider that states no limits may refuse for concurrency: the connection budget's
+    # pushback learning handles that, as before.
     state = PaceState(endpoint="e")
     observe(state, read_headers({"retry-after": "2"}, NOW), now=5.0, tokens=None)
-    assert schedule(state, 5.0) == 7.0
-    assert [schedule(state, 8.0) for _ in range(3)] == [8.0, 8.0, 8.0]
+    assert state.pushbacks == 1
+    assert [schedule(state, 5.0) for _ in range(3)] == [5.0, 5.0, 5.0]
     assert budget_view(state)["unit"] is None
 
 

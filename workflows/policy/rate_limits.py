@@ -12,8 +12,9 @@ the state in a file every worker against the endpoint shares, and calls these un
   request has used on average). After a pause up to BURST_S of requests go at once.
 * **Corrections.** A reading whose `remaining` is below RESERVE of its limit (someone else drew
   on the account, or the estimate of tokens per request ran short) holds the schedule until that
-  much has refilled; a 429's retry-after holds it until then. Without headers nothing is paced:
-  the connection budget's pushback learning (provider_budget.py) is what remains.
+  much has refilled; a 429's retry-after holds it until then. Without headers nothing is paced
+  or held (a 429 there may be a concurrency cap): the connection budget's pushback learning
+  (provider_budget.py) is what remains.
 * **Memory.** The learned limits stay in the state, so the next run against the endpoint paces
   its first request at them.
 """
@@ -207,7 +208,8 @@ def observe(state: PaceState, reading: RateLimitReading, now: float, tokens: int
             state.held_until = max(state.held_until, now + 60.0 * short / limit)
     if reading.retry_after_s is not None:
         state.pushbacks += 1
-        state.held_until = max(state.held_until, now + reading.retry_after_s)
+        if state.limits:  # a provider that states no limits is left to the connection budget
+            state.held_until = max(state.held_until, now + reading.retry_after_s)
 
 
 class RateLimitBudget(BaseModel):
