@@ -50,28 +50,20 @@ class LaunchPlan:
         }
 
 
-HAWK_FILES = ("hawk.yaml", "hawk.yml")
-
-
 def refuse_unsupported(ctx: Context, definition: str) -> None:
-    """A Hawk configuration cannot be run here: say so, naming the requirement."""
-    import sys
+    """A Hawk configuration where Hawk cannot run (before Python 3.13, or without the hawk
+    extra): say so, naming the Python and the extra it needs (worker/hawk_config.py)."""
+    from steward.worker import hawk_config
 
-    named = definition if definition.endswith(HAWK_FILES) else None
+    named = definition if hawk_config.is_hawk_config(definition) else None
     if named is None and not (ctx.workspace / definition).is_file():
-        named = next((h for h in HAWK_FILES if (ctx.workspace / h).is_file()), None)
-    if named is None:
-        return
-    here = ".".join(map(str, sys.version_info[:3]))
-    reason = (
-        f"Hawk needs a Python newer than 3.11 and Steward runs on Python {here}"
-        if sys.version_info < (3, 12)
-        else "Steward does not run Hawk configurations yet"
-    )
-    raise bad_input(
-        f"{ctx.workspace / named} is a Hawk configuration, which is not supported here: {reason}; "
-        "write an eval_set() definition (evalset.py) or an Inspect Flow config.py instead."
-    )
+        named = next((h for h in hawk_config.HAWK_FILES if (ctx.workspace / h).is_file()), None)
+    reason = hawk_config.unavailable_reason() if named else None
+    if reason:
+        raise bad_input(
+            f"{ctx.workspace / named} is a Hawk configuration, which cannot run here: {reason}; "
+            "or write an eval_set() definition (evalset.py) or an Inspect Flow config.py instead."
+        )
 
 
 def refuse_unwritable(ctx: Context) -> None:

@@ -26,12 +26,17 @@ DEFINITION_FILES = {  # workspace type -> its definition's files (workspace file
 }
 DEFAULT_DEFINITION = "evalset.py"
 FLOW_DEFINITION = "config.py"
+HAWK_DEFINITIONS = ("hawk.yaml", "hawk.yml")  # worker/hawk_config.py
 
 
 def default_definition(workspace: Path) -> str:
-    """evalset.py; else a Flow workspace's config.py; else evalset.py (to be created)."""
-    if not (workspace / DEFAULT_DEFINITION).is_file() and (workspace / FLOW_DEFINITION).is_file():
-        return FLOW_DEFINITION
+    """evalset.py; else a Flow workspace's config.py; else a Hawk workspace's hawk.yaml (or
+    hawk.yml); else evalset.py (to be created)."""
+    if (workspace / DEFAULT_DEFINITION).is_file():
+        return DEFAULT_DEFINITION
+    for other in (FLOW_DEFINITION, *HAWK_DEFINITIONS):
+        if (workspace / other).is_file():
+            return other
     return DEFAULT_DEFINITION
 
 

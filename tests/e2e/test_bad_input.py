@@ -190,19 +190,30 @@ def test_unknown_flag_is_bad_input(steward, tmp_path):
 
 
 def test_hawk_configuration_is_refused_naming_the_requirement(steward, workspace_root):
+    """Where Hawk cannot be imported (before Python 3.13, or without the hawk extra) a
+    hawk.yaml is refused naming what it needs; where it can (tests/e2e/test_hawk.py runs one),
+    a config without tasks is still refused in one sentence."""
+    import sys
+
+    from steward.worker import hawk_config
+
     workspace = workspace_root / "ws"
     steward.ok("init", str(workspace))
     (workspace / "evalset.py").unlink()
     (workspace / "hawk.yaml").write_text("eval_set_id: demo\ntasks: []\n")
+    if hawk_config.unavailable_reason() is None:
+        _refused(steward("tasks", cwd=workspace), 2, "hawk.yaml lists no tasks")
+        return
+    needed = "Python 3.13 or newer" if sys.version_info < (3, 13) else "steward-evals[hawk]"
     for command in ("launch", "tasks"):
         _refused(
             steward(command, cwd=workspace),
             2,
-            "hawk.yaml is a Hawk configuration",
-            "Python newer than 3.11",
+            "hawk.yaml is a Hawk configuration, which cannot run here",
+            needed,
         )
     named = steward("launch", "hawk.yaml", cwd=workspace)
-    _refused(named, 2, "not supported here")
+    _refused(named, 2, "cannot run here", needed)
     assert not (workspace / "status.md").read_text().count("Run status: running")
 
 
