@@ -59,7 +59,8 @@ RATE_LIMIT_RETRIES = Metric(
 PROVIDER_BUDGET = Metric(
     "steward_provider_budget",
     "gauge",
-    "What the run's workers against a provider endpoint may hold together, in its unit.",
+    "What the run's workers against a provider endpoint may use, in its unit: connections "
+    "held together, or the requests or tokens per minute the endpoint states.",
     ("run", "endpoint", "unit"),
     real=True,
 )
@@ -67,6 +68,12 @@ PROVIDER_PUSHBACK = Metric(
     "steward_provider_pushback_windows",
     "gauge",
     "Tend windows in which the endpoint pushed back (rate limits), over the run.",
+    ("run", "endpoint"),
+)
+PROVIDER_429S = Metric(
+    "steward_provider_429s",
+    "gauge",
+    "Rate-limit answers (429s) from an endpoint that states its limits, so far.",
     ("run", "endpoint"),
 )
 TENDS = Metric("steward_tends_total", "counter", "Tends that ran to their end.", RUN)
@@ -141,6 +148,7 @@ METRICS: tuple[Metric, ...] = (
     RATE_LIMIT_RETRIES,
     PROVIDER_BUDGET,
     PROVIDER_PUSHBACK,
+    PROVIDER_429S,
     TENDS,
     TEND_DURATION,
     DECISIONS_OPEN,

@@ -180,3 +180,40 @@ def test_service_units_serve_metrics_on_the_default_port_or_the_one_set(tmp_path
     monkeypatch.setenv("STEWARD_METRICS_PORT", "9200")
     unit = service_units.systemd_unit("worker", "/usr/bin/python3", tmp_path)
     assert 'Environment="STEWARD_METRICS_PORT=9200"' in unit
+
+
+def test_every_budget_a_run_holds_is_read_in_its_unit():
+    from steward.workflows.contracts import RunState
+    from steward.workflows.policy.provider_budget import ProviderBudget
+    from steward.workflows.policy.rate_limits import RateLimitBudget
+    from steward.workflows.run.eval_run_metrics import budget_readings
+
+    state = RunState(
+        providers={"openai": ProviderBudget(endpoint="openai", limit=40)},
+        rate_limits=[
+            RateLimitBudget(
+                endpoint="http://sim:1/echo",
+                unit="requests/min",
+                value=2400,
+                limits={"requests": 2400, "tokens": 90000},
+            )
+        ],
+    )
+    assert budget_readings(state) == [
+        ("openai", "connections", 40.0),
+        ("http://sim:1/echo", "requests/min", 2400.0),
+        ("http://sim:1/echo", "tokens/min", 90000.0),
+    ]
+
+
+def test_two_tasks_of_one_name_get_labels_of_their_own():
+    from steward.workflows.contracts import RunState, TaskState
+    from steward.workflows.contracts.tasks import TaskSpec
+    from steward.workflows.run.eval_run_metrics import task_labels
+
+    def task(name: str, identifier: str) -> TaskState:
+        spec = TaskSpec.model_construct(name=name, identifier=identifier)
+        return TaskState.model_construct(spec=spec)
+
+    state = RunState.model_construct(tasks=[task("a", "1"), task("b", "2"), task("a", "3")])
+    assert task_labels(state) == {"1": "a#1", "2": "b", "3": "a#2"}

@@ -37,14 +37,13 @@ def task_labels(state: RunState) -> dict[str, str]:
     return labels
 
 
-def budget_readings(budget) -> list[tuple[str, float]]:
-    """A provider budget's figures as (unit, value): its connections, and any rate budget it
-    holds (requests or tokens per minute) under the unit it names."""
-    readings: list[tuple[str, float]] = [("connections", float(budget.limit))]
-    for unit in ("rpm", "tpm"):
-        value = getattr(budget, unit, None)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            readings.append((unit, float(value)))
+def budget_readings(state: RunState) -> list[tuple[str, str, float]]:
+    """Every budget the run holds as (endpoint, unit, value): each connection budget (unit
+    `connections`), and each rate limit its endpoints stated (`requests/min`, `tokens/min`)."""
+    readings = [(e, "connections", float(b.limit)) for e, b in state.providers.items()]
+    for limit in state.rate_limits:
+        for unit, value in sorted(limit.limits.items()):
+            readings.append((limit.endpoint, f"{unit}/min", float(value)))
     return readings
 
 
@@ -59,10 +58,12 @@ def show(state: RunState, run: str) -> None:
         m.record(m.SAMPLES_IN_FLIGHT, progress.in_flight if task.worker_id else 0, **where)
         m.record(m.SAMPLES_PLANNED, task.spec.planned_samples, **where)
         m.record(m.SETPOINT, task.max_samples, **where)
+    for endpoint, unit, value in budget_readings(state):
+        m.record(m.PROVIDER_BUDGET, value, run=run, endpoint=endpoint, unit=unit)
     for endpoint, budget in state.providers.items():
-        for unit, value in budget_readings(budget):
-            m.record(m.PROVIDER_BUDGET, value, run=run, endpoint=endpoint, unit=unit)
         m.record(m.PROVIDER_PUSHBACK, budget.pushbacks, run=run, endpoint=endpoint)
+    for limit in state.rate_limits:
+        m.record(m.PROVIDER_429S, limit.pushbacks, run=run, endpoint=limit.endpoint)
     open_kinds = [d.kind for d in state.triage.open_decisions()]
     for kind in KINDS:
         m.record(m.DECISIONS_OPEN, open_kinds.count(kind), run=run, kind=kind)
