@@ -52,8 +52,10 @@ from steward.workflows.run.eval_run import EvalRun
 QUEUE = "steward-bench"
 
 
-async def measure(address: str, runs: int, console: Console) -> dict:
+async def measure(address: str, runs: int, bound: int, console: Console) -> dict:
     client = await Client.connect(address, data_converter=pydantic_data_converter)
+    history: dict = {}
+    RECORD.hold = True  # the runs admitted at the door hold their sandboxes until all queued
     ledger_id = domain_id("docker", QUEUE)
     peak_state, polls = 0, 0
     with ThreadPoolExecutor(max_workers=8) as executor:
@@ -90,15 +92,21 @@ async def measure(address: str, runs: int, console: Console) -> dict:
                     id=f"bench-run-{index:04d}",
                     task_queue=WORKFLOW_TASK_QUEUE,
                 )
-            console.print(f"started {runs} runs; waiting for every one to spawn ...")
+            console.print(f"started {runs} runs; waiting for all but {bound} to queue ...")
+            history["queued_s"] = await _wait_for_the_queue(client, ledger_id, runs - bound)
+            peak_state = await _ledger_state_bytes(client, ledger_id)
+            console.print(f"{runs - bound} queued after {history['queued_s']:.1f} s; pumping ...")
+            pumping = time.monotonic()
+            RECORD.hold = False  # the first runs finish: every later start is the pump's
             deadline = time.monotonic() + 60 + 3 * runs
             while len(RECORD.spawned_at) < runs and time.monotonic() < deadline:
                 if polls % 10 == 0:  # the queue is longest early; a query costs the worker
                     peak_state = max(peak_state, await _ledger_state_bytes(client, ledger_id))
                 polls += 1
                 await asyncio.sleep(0.5)
+            history["pumping_s"] = time.monotonic() - pumping
             await asyncio.sleep(2)  # let the last releases reach the ledger
-            history = await _ledger_history(client)
+            history.update(await _ledger_history(client))
             history["state_bytes"] = max(peak_state, await _ledger_state_bytes(client, ledger_id))
             for index in range(runs):
                 await client.get_workflow_handle(f"bench-run-{index:04d}").terminate("bench done")
@@ -123,6 +131,19 @@ def pump_latencies() -> tuple[list[float], list[float], list[float]]:
         ledger.append(admitted - release)
         run.append(spawned - admitted)
     return total, ledger, run
+
+
+async def _wait_for_the_queue(client: Client, ledger_id: str, length: int) -> float:
+    """Seconds until the ledger's queue holds `length` runs (the launch of them all)."""
+    started = time.monotonic()
+    while True:
+        try:
+            view = await client.get_workflow_handle(ledger_id).query(CapacityLedger.view)
+            if len(view.ledger.queue) >= length:
+                return time.monotonic() - started
+        except Exception:  # noqa: BLE001 - not started yet, or handing over
+            pass
+        await asyncio.sleep(2.0)
 
 
 async def _ledger_history(client: Client) -> dict:
@@ -170,7 +191,7 @@ def main() -> None:
     try:
         started = time.perf_counter()
         history = asyncio.run(
-            measure(f"127.0.0.1:{env['STEWARD_TEMPORAL_PORT']}", args.runs, console)
+            measure(f"127.0.0.1:{env['STEWARD_TEMPORAL_PORT']}", args.runs, args.bound, console)
         )
         elapsed = time.perf_counter() - started
     finally:
@@ -202,6 +223,8 @@ def main() -> None:
         f"{history['events']} ({history['longest']}; {history['executions']})",
     )
     table.add_row("ledger state, largest seen", f"{history['state_bytes'] / 1024:.1f} KB")
+    table.add_row("all queued after (the launch of every run)", f"{history['queued_s']:.1f} s")
+    table.add_row("pumping, first release to last spawn", f"{history['pumping_s']:.1f} s")
     table.add_row("wall time", f"{elapsed:.1f} s")
     table.add_row("load average (1 min) before / after", f"{load_before:.2f} / {load_after:.2f}")
     console.print(table)
@@ -217,6 +240,8 @@ def main() -> None:
         "ledger_max_history_events": history["longest"],
         "ledger_executions": history["executions"],
         "ledger_state_bytes": history["state_bytes"],
+        "queued_s": round(history["queued_s"], 1),
+        "pumping_s": round(history["pumping_s"], 1),
         "wall_s": round(elapsed, 1),
         "load_1m": [round(load_before, 2), round(load_after, 2)],
     }

@@ -10,6 +10,7 @@ ACTIVITIES): a run calling an activity the bench lacks fails and retries it besi
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,6 +56,9 @@ class Record:
     released_at: list[float] = field(default_factory=list)  # "capacity released" events
     admitted: dict[str, str] = field(default_factory=dict)  # run id -> how it was admitted
     admitted_at: dict[str, float] = field(default_factory=dict)  # run id -> when (workflow time)
+    # While set, spawned workers run on (their watches and observations say so): the bench holds
+    # the first runs until every run has queued, so the pump is measured with the whole queue.
+    hold: bool = False
 
 
 RECORD = Record()
@@ -83,7 +87,11 @@ async def spawn(request: SpawnRequest) -> WorkerProcess:
 
 @activity.defn(name=Activity.WATCH_WORKER)
 async def watch(request: WatchRequest) -> WorkerEnd:
-    """The stand-in worker is done at once: its watch sees it exit (and wakes the run)."""
+    """The stand-in worker is done at once (once the bench lets it): its watch sees it exit
+    (and wakes the run)."""
+    while RECORD.hold:
+        activity.heartbeat()
+        await asyncio.sleep(0.5)
     return WorkerEnd(
         worker_id=request.worker.worker_id,
         kind="exited",
@@ -96,13 +104,17 @@ async def watch(request: WatchRequest) -> WorkerEnd:
 
 @activity.defn(name=Activity.OBSERVE_RUN)
 async def observe(request: ObserveRequest) -> Observation:
-    """Every spawned task is complete at its first observation: the run finishes at once."""
-    done = Progress(total=1, completed=1)
+    """Every spawned task is complete at its first observation (once the bench lets it): the
+    run finishes at once."""
+    done = Progress(total=1, completed=0 if RECORD.hold else 1)
     return Observation(
-        alive={w.worker_id: False for w in request.workers},
+        alive={w.worker_id: RECORD.hold for w in request.workers},
         tasks={
             t.identifier: TaskObservation(
-                identifier=t.identifier, progress=done, log="/dev/null", log_status="success"
+                identifier=t.identifier,
+                progress=done,
+                log="/dev/null",
+                log_status="started" if RECORD.hold else "success",
             )
             for t in request.tasks
             if request.workers
