@@ -213,3 +213,32 @@ def test_prometheus_counts_the_rate_limit_retries_a_run_meets(steward, prometheu
     assert retries > 0
     assert query(prometheus, f'steward_provider_budget{{run="{run}",unit="connections"}}') > 0
     steward("cancel", "--reason", "the test is done", cwd=workspace)
+
+
+def test_prometheus_reads_an_endpoints_rate_limit_in_its_unit(
+    steward, prometheus, workspace_root, tmp_path
+):
+    from steward.worker.provider_simulator import spawn
+
+    simulator, url = spawn(
+        tmp_path / "sim.port", rpm=300, headers="openai", latency=0.2, jitter=0.05, concurrency=0
+    )
+    try:
+        workspace = make_workspace(
+            steward,
+            workspace_root,
+            {"paced": 60},
+            model="openai-api/sim/echo",
+            dotenv=f"SIM_API_KEY=test\nSIM_BASE_URL={url}/v1\n",
+            tend_interval="2s",
+        )
+        run = steward.ok("launch", cwd=workspace)["workflow_id"]
+        steward.wait_phase(workspace, {"finished"})
+    finally:
+        simulator.kill()
+        simulator.wait()
+    stated = f'steward_provider_budget{{run="{run}",unit="requests/min"}}'
+    assert wait_for(lambda: query(prometheus, stated), timeout=60, what=stated) == 300
+    assert query(prometheus, f'steward_provider_budget{{run="{run}",unit="connections"}}') > 0
+    assert query(prometheus, f'sum(steward_provider_429s{{run="{run}"}})') is not None
+    steward("cancel", "--reason", "the test is done", cwd=workspace)
