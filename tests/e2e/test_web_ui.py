@@ -112,7 +112,8 @@ def test_the_run_page_says_what_steward_knows(steward, workspace_root):
     retired = {f.id for f in (*versions.AT_START, versions.AT_FIRST_TEND)}
     kept = {versions.SUPPORTED_SINCE, versions.RELEASE_MARKER} | {f.id for f in versions.LIVE}
     assert markers and set(markers) <= kept and not set(markers) & retired, markers
-    replay(history)  # and the history replays with the calls that match them on replay
+    # ... and the history replays (recorded as the kind a new run of this release makes).
+    replay(history, record_as="eval_run_retired_flags_unmarked")
 
     # The links: the run's page (its latest execution) on its User Metadata tab, and the runs
     # only. A run continues as new (this session's server suggests it early): the execution
