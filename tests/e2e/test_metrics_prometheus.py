@@ -242,3 +242,47 @@ def test_prometheus_reads_an_endpoints_rate_limit_in_its_unit(
     assert query(prometheus, f'steward_provider_budget{{run="{run}",unit="connections"}}') > 0
     assert query(prometheus, f'sum(steward_provider_429s{{run="{run}"}})') is not None
     steward("cancel", "--reason", "the test is done", cwd=workspace)
+
+
+def _boxed(steward: Steward, root: Path, name: str, hold: Path) -> Path:
+    """A run whose pinned footprint is the whole Docker bound (local sandboxes counted
+    against it: no Docker engine needed), its samples held while `hold` exists."""
+    return make_workspace(
+        steward,
+        root / name,
+        {f"boxed_{name}": 8},
+        options="capacity_backend: docker\nmax_concurrent_sandboxes: 4\n",
+        sandbox={f"boxed_{name}": "local"},
+        eval_set_args=", max_samples=4",
+        dotenv=f"STEWARD_OFFLINE_HOLD={hold}\n",
+    )
+
+
+def test_prometheus_sees_the_capacity_queue_fill_and_the_pump_empty_it(
+    steward, prometheus, workspace_root
+):
+    holds = {name: workspace_root / f"hold-{name}" for name in "ab"}
+    for hold in holds.values():
+        hold.touch()
+    first = _boxed(steward, workspace_root, "a", holds["a"])
+    second = _boxed(steward, workspace_root, "b", holds["b"])
+    assert steward.ok("launch", cwd=first)["state"]["phase"] == "running"
+    assert steward.ok("launch", cwd=second)["state"]["phase"] == "queued"
+    queued = "sum(steward_queue_length)"
+    wait_for(lambda: query(prometheus, queued) == 1, timeout=60, what="one run queued")
+    pumped_before = query(prometheus, "sum(steward_pump_latency_seconds_count)") or 0
+
+    holds["a"].unlink()  # the first finishes and gives its capacity back: the pump admits b
+    steward.wait_phase(first, {"finished"})
+    wait_for(lambda: steward.state(second)["phase"] == "running", timeout=120, what="b pumped")
+    wait_for(lambda: query(prometheus, queued) == 0, timeout=60, what="the queue empty")
+    wait_for(
+        lambda: (query(prometheus, "sum(steward_pump_latency_seconds_count)") or 0) > pumped_before,
+        timeout=60,
+        what="the pump's latency observed",
+    )
+    assert query(prometheus, "sum(steward_queue_wait_seconds_count)") >= 1
+    assert query(prometheus, "sum(steward_capacity_reservations)") == 1  # b holds it now
+    holds["b"].unlink()
+    for workspace in (first, second):
+        steward("cancel", "--reason", "the test is done", cwd=workspace)
