@@ -21,7 +21,10 @@ $(STAMP): pyproject.toml
 	fi
 	@rm -rf steward.egg-info
 	@echo "==> Installing Steward and its dependencies (Inspect AI, Temporal, ...; a minute or two the first time)"
-	$(BIN)/pip install --progress-bar on -e ".[dev,flow]"
+	@# setuptools boxes an "Editable installation" note: a folder named like the package in the
+	@# working directory could shadow it. Ours has none (`steward` is mapped from the root folders,
+	@# which is also why setuptools picks its meta path finder), so the note is not shown.
+	PYTHONWARNINGS="ignore:Editable installation." $(BIN)/pip install --progress-bar on -e ".[dev,flow]"
 	@touch $(STAMP)
 	@echo "==> Installed: $(BIN)/steward"
 
@@ -108,7 +111,8 @@ bench-react: setup
 	$(BIN)/python -m bench.react
 
 bench-ramp: setup
-	$(BIN)/pip install --quiet -e ".[bench]"
+	@echo "==> Installing the bench extra (matplotlib)"
+	PYTHONWARNINGS="ignore:Editable installation." $(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python -m bench.ramp
 
 clean:
