@@ -15,9 +15,10 @@ closed lists; Temporal's meter adds `namespace`, `task_queue` and `workflow_type
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from temporalio import workflow
+from temporalio.common import MetricMeter
 
 Kind = Literal["counter", "gauge", "histogram"]
 
@@ -177,19 +178,23 @@ def record(metric: Metric, value: float, **labels: str) -> None:
     during replay). The labels must be the metric's own, all of them."""
     if set(labels) != set(metric.labels):
         raise ValueError(f"{metric.name} takes the labels {metric.labels}, not {tuple(labels)}")
-    meter = workflow.metric_meter()
+    instrument = _instrument(workflow.metric_meter(), metric)
     attributes = {k: str(v) for k, v in labels.items()}
     if metric.kind == "counter":
-        meter.create_counter(metric.name, metric.help, metric.unit).add(int(value), attributes)
-    elif metric.kind == "gauge" and metric.real:
-        meter.create_gauge_float(metric.name, metric.help, metric.unit).set(
-            float(value), attributes
-        )
+        instrument.add(int(value), attributes)
     elif metric.kind == "gauge":
-        meter.create_gauge(metric.name, metric.help, metric.unit).set(int(value), attributes)
-    elif metric.real:
-        meter.create_histogram_float(metric.name, metric.help, metric.unit).record(
-            float(value), attributes
-        )
+        instrument.set(float(value) if metric.real else int(value), attributes)
     else:
-        meter.create_histogram(metric.name, metric.help, metric.unit).record(int(value), attributes)
+        instrument.record(float(value) if metric.real else int(value), attributes)
+
+
+def _instrument(meter: MetricMeter, metric: Metric) -> Any:
+    make = {
+        ("counter", False): meter.create_counter,
+        ("counter", True): meter.create_counter,
+        ("gauge", False): meter.create_gauge,
+        ("gauge", True): meter.create_gauge_float,
+        ("histogram", False): meter.create_histogram,
+        ("histogram", True): meter.create_histogram_float,
+    }[(metric.kind, metric.real)]
+    return make(metric.name, metric.help, metric.unit)

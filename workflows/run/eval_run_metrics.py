@@ -25,12 +25,14 @@ KINDS: tuple[str, ...] = get_args(AnomalyKind)
 
 def task_labels(state: RunState) -> dict[str, str]:
     """Task identifier -> its `task` label: its name, numbered where a run has two of a name."""
-    names = [t.spec.name for t in state.tasks]
+    names: dict[str, int] = {}
+    for task in state.tasks:
+        names[task.spec.name] = names.get(task.spec.name, 0) + 1
     labels: dict[str, str] = {}
     seen: dict[str, int] = {}
     for task in state.tasks:
         name = task.spec.name
-        if names.count(name) > 1:
+        if names[name] > 1:
             seen[name] = seen.get(name, 0) + 1
             name = f"{name}#{seen[name]}"
         labels[task.spec.identifier] = name
