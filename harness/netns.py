@@ -163,6 +163,7 @@ class Cluster:
     root: Path
     names: list[str] | None = None
     cpus: list[str] | None = None  # each host's Steward worker pinned to these (taskset -c)
+    env: dict[str, str] = field(default_factory=dict)  # more for every host's environment
     hosts: list[Host] = field(default_factory=list)
 
     def __enter__(self) -> Cluster:
@@ -189,6 +190,7 @@ class Cluster:
                     "STEWARD_DATA_DIR": str(data),
                     "STEWARD_HOST_ID": name,
                     "STEWARD_TEMPORAL_ADDRESS": f"10.231.{net}.1:{port}",
+                    **self.env,
                 }
                 host = Host(name, ns, net, data, Steward(env))
                 self.hosts.append(host)

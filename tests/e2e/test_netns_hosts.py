@@ -33,6 +33,11 @@ from harness.netns import Cluster, Unavailable, check_available, home_env
 from harness.receiver import Receiver
 
 HOST_TIMEOUT = "host_timeout: 20s\n"  # heartbeats every 10 s: two may be late under load
+# The hosts' samples take 0.5 s each and wait while their hold file exists (their task workers
+# inherit their Steward's environment): a cut-off host's workers are held until the run has
+# moved their tasks, then let go, so they are writing as the new owners claim the logs. The
+# home's samples are instant, but wait while its own hold file exists (a test keeps its run
+# going until the hosts are back).
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +48,7 @@ def home() -> Steward:
     except Unavailable as why:
         pytest.skip(f"no test hosts: {why}")
     data = Path(tempfile.mkdtemp(prefix="steward-test-netns-"))
-    runner = Steward(home_env(session_env(data)))
+    runner = Steward(home_env(session_env(data, STEWARD_OFFLINE_HOLD=str(data / "hold"))))
     runner.ok("server", "start")
     runner.ok("worker", "start")
     yield runner
@@ -58,7 +63,8 @@ def cluster(home: Steward):
     """Three hosts (h1, h2, h3) beside home: four in all, shared by the tests of this module
     (each leaves them as it found them, but the last, which kills one)."""
     root = Path(tempfile.mkdtemp(prefix="steward-test-hosts-"))
-    with Cluster(home, 3, root) as made:
+    hosts_env = {"STEWARD_OFFLINE_DELAY": "0.5", "STEWARD_OFFLINE_HOLD": str(root / "hold")}
+    with Cluster(home, 3, root, env=hosts_env) as made:
         wait_for(
             lambda: (
                 {"h1", "h2", "h3"} <= {n for n, h in _hosts(home).items() if h["state"] == "live"}
@@ -119,15 +125,19 @@ def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
     home, cluster, workspace_root, receiver
 ):
     h1, h2 = cluster["h1"], cluster["h2"]
-    tasks = {f"t{i}": 300 for i in range(1, 5)}
+    tasks = {f"t{i}": 100 for i in range(1, 5)}
+    held = Path(cluster.env["STEWARD_OFFLINE_HOLD"])
+    hold = Path(home.env["STEWARD_OFFLINE_HOLD"])
+    hold.write_text("the home's samples wait until the hosts are back\n")
     workspace = make_workspace(
         home,
         workspace_root,
         tasks,
         options="samples_ramp: [2, 2]\nshared_storage: true\nhosts: any\nheartbeat: false\n"
         + HOST_TIMEOUT,
-        dotenv=f"STEWARD_OFFLINE_DELAY=0.4\nSTEWARD_NOTIFICATION={receiver.url}\n",
+        dotenv=f"STEWARD_NOTIFICATION={receiver.url}\n",
     )
+    held.write_text("the hosts' samples wait\n")  # spawns are slow under load: h1 waits for h2
     home.ok("launch", cwd=workspace)
     remote = wait_for(
         lambda: (
@@ -139,7 +149,9 @@ def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
         describe=lambda: home.state(workspace)["workers"],
     )
     moved = {i for w in remote for i in w["tasks"]}
+    held.unlink()
     wait_for(lambda: _progress(home, workspace, moved) >= 2, what="progress on h1 and h2")
+    held.write_text("the hosts' samples wait until their tasks have moved\n")
     before = _done_samples(home, workspace)
 
     # h1 partitioned (its link down), h2 cut from Temporal only; both keep running.
@@ -148,6 +160,7 @@ def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
     try:
         assert all(pid_alive(w["pid"]) for w in remote)
         wait_for(lambda: {"h1", "h2"} <= set(_lost(workspace)), timeout=120, what="both lost")
+        held.unlink()  # the cut-off workers write again, as the new owners claim their logs
         # Their task workers stop themselves once the new owners claim the logs.
         wait_for(
             lambda: not any(pid_alive(w["pid"]) for w in remote),
@@ -157,6 +170,7 @@ def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
         said = "".join(Path(w["output"]).read_text() for w in remote)
         assert "stopping: the task logs of" in said, said[-2000:]
     finally:
+        held.unlink(missing_ok=True)
         cluster.link_up(h1)
         cluster.restore_temporal(h2)
 
@@ -169,6 +183,7 @@ def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
         timeout=120,
         what="both hosts back in the run's journal",
     )
+    hold.unlink()
     status = home.wait_phase(workspace, {"finished"}, timeout=300)
     assert all(t["phase"] == "complete" for t in status["state"]["tasks"])
     assert _lost(workspace) == ["h1", "h2"]
@@ -193,7 +208,6 @@ def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
         workspace_root / "again",
         {"n1": 50, "n2": 50, "n3": 50, "n4": 50},
         options="shared_storage: true\nhosts: any\n" + HOST_TIMEOUT,
-        dotenv="STEWARD_OFFLINE_DELAY=0.4\n",
     )
     home.ok("launch", cwd=fresh)
     wait_for(
@@ -208,6 +222,7 @@ def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
 
 def test_four_hosts_one_killed_one_partitioned(home, cluster, workspace_root):
     h1, h3 = cluster["h1"], cluster["h3"]
+    held = Path(cluster.env["STEWARD_OFFLINE_HOLD"])
     tasks = {f"t{i:02}": 30 for i in range(1, 17)}
     workspace = make_workspace(
         home,
@@ -215,10 +230,10 @@ def test_four_hosts_one_killed_one_partitioned(home, cluster, workspace_root):
         tasks,
         options="samples_ramp: [2, 2]\nmax_workers: 4\nshared_storage: true\nhosts: any\n"
         "heartbeat: false\n" + HOST_TIMEOUT,
-        dotenv="STEWARD_OFFLINE_DELAY=0.4\n",
     )
+    held.write_text("the hosts' samples wait\n")
     home.ok("launch", cwd=workspace)
-    placed = wait_for(
+    wait_for(
         lambda: (
             {w.get("host", "") for w in home.state(workspace)["workers"].values()}
             == {"", "h1", "h2", "h3"}
@@ -226,21 +241,26 @@ def test_four_hosts_one_killed_one_partitioned(home, cluster, workspace_root):
         what="a task worker on each of the four hosts",
         describe=lambda: home.state(workspace)["workers"],
     )
-    assert placed
-    doomed = _on(home, workspace, "h1") + _on(home, workspace, "h3")
-    wait_for(
-        lambda: (
-            _progress(home, workspace, {i for w in doomed for i in w["tasks"]}) >= 2
-            or _done_samples(home, workspace)
-        ),
-        what="progress on h1 and h3",
-    )
+    doomed = {
+        i for w in _on(home, workspace, "h1") + _on(home, workspace, "h3") for i in w["tasks"]
+    }
+
+    def completed() -> int:
+        state = home.state(workspace)
+        return sum(
+            t["progress"]["completed"] for t in state["tasks"] if t["spec"]["identifier"] in doomed
+        )
+
+    held.unlink()
+    wait_for(lambda: completed() >= 6, what="progress on h1 and h3")
+    held.write_text("the hosts' samples wait until their tasks have moved\n")
     before = _done_samples(home, workspace)
     cluster.kill(h3)
     cluster.link_down(h1)
     try:
         wait_for(lambda: _lost(workspace) == ["h1", "h3"], timeout=120, what="h1 and h3 lost")
     finally:
+        held.unlink(missing_ok=True)
         cluster.link_up(h1)
     status = home.wait_phase(workspace, {"finished"}, timeout=300)
     assert all(t["phase"] == "complete" for t in status["state"]["tasks"])
