@@ -14,6 +14,7 @@ from platformdirs import user_data_path
 
 from steward.workflows.names import WorkflowType
 from steward.workflows.options import StewardOptions
+from steward.workflows.views import web_ui
 
 
 def data_dir() -> Path:
@@ -89,7 +90,7 @@ def run_url(target: Target, workflow_id: str, run_id: str | None = None) -> str 
     if target.ui_url is None:
         return None
     page = f"{target.ui_url}/namespaces/{target.namespace}/workflows/{workflow_id}"
-    return f"{page}/{run_id}/user-metadata" if run_id else page
+    return web_ui.page_url(page, run_id) if run_id else page
 
 
 # Runs only: the other workflows (ledgers, registries, checks) and the executions a run

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.helpers import make_workspace, replay, temporal_client
+from harness.helpers import fetch_history, make_workspace, replay, temporal_client
 from steward.workflows.names import WorkflowType
 from steward.workflows.run import eval_run_versions as versions
 from steward.workflows.views.web_ui import UI_COLUMNS
@@ -113,7 +113,7 @@ def test_the_run_page_says_what_steward_knows(steward, workspace_root):
     kept = {versions.SUPPORTED_SINCE, versions.RELEASE_MARKER} | {f.id for f in versions.LIVE}
     assert markers and set(markers) <= kept and not set(markers) & retired, markers
     # ... and the history replays (recorded as the kind a new run of this release makes).
-    replay(history, record_as="eval_run_retired_flags_unmarked")
+    replay(history, record_as="eval_run_retired_flags_unmarked")  # STEWARD_RECORD_HISTORY=1
 
     # The links: the run's page (its latest execution) on its User Metadata tab, and the runs
     # only. A run continues as new (this session's server suggests it early): the execution
@@ -127,6 +127,8 @@ def test_the_run_page_says_what_steward_knows(steward, workspace_root):
     assert said.code == 0, said.stderr
     page_url = now["web_ui"]
     assert page_url.endswith("/user-metadata") and page_url in said.stdout, page_url
+    page_md = (workspace / "status.md").read_text()  # the run writes it: its own execution's
+    assert re.search(rf"{launched['workflow_id']}/[\w-]+/user-metadata", page_md), page_md
     lines = said.stdout.splitlines()
     runs_url = next(
         line.split(": ", 1)[1] if ": " in line else lines[i + 1]
@@ -191,8 +193,11 @@ def test_the_run_page_says_what_steward_knows(steward, workspace_root):
     assert rows_seen[0] == list(UI_COLUMNS), table
     assert ["alpha", "complete", "3/3", "0", "0"] == rows_seen[1][:5], table
     assert ["beta", "complete", "2/2", "1", "0"] == rows_seen[2][:5], table
-    # The rendered history holds the few markers the API showed, not one per retired flag.
-    assert history_text.count("core_patch") == len(markers), history_text[:2000]
+    # The rendered history (of the execution the page showed) holds the few markers its
+    # recorded history has, none of a retired flag: not one per retired flag.
+    shown = _patch_markers(fetch_history(steward, launched["workflow_id"], page_url.split("/")[-2]))
+    assert shown and not set(shown) & retired, shown
+    assert history_text.count("core_patch") == len(shown), history_text[:2000]
     # The runs-only list: this run, and nothing but runs.
     assert any(launched["workflow_id"] in row for row in listed), listed
     assert all(WorkflowType.EVAL_RUN in row for row in listed), listed

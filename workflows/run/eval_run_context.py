@@ -196,7 +196,7 @@ class RunContext:
                 update={"pending_journal": [], "next_tend_at": next_tend_at}
             ),
             tend_interval=self.settings.tend_interval,
-            web_ui=self.input.web_ui,
+            web_ui=web_ui.page_url(self.input.web_ui, info.run_id),
             host_queue=self.input.host_queue,
             route_after=self.route_window(),
         )

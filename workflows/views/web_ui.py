@@ -48,6 +48,13 @@ def columns(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
     return ["```", line(list(header)), *(line(r) for r in cut), "```"]
 
 
+def page_url(workflow_page: str | None, run_id: str) -> str | None:
+    """An execution's page on its *User Metadata* tab, from the workflow's page (the UI
+    opens the bare one on the latest execution's timeline: it keeps no tab across the
+    redirect)."""
+    return f"{workflow_page}/{run_id}/user-metadata" if workflow_page else None
+
+
 def static_summary(workspace: str, tasks: list[TaskSpec] | None) -> str:
     name = workspace.rstrip("/").split("/")[-1]
     count = f" · {_plural(len(tasks), 'task')}" if tasks is not None else ""
