@@ -85,10 +85,12 @@ test-python:
 	  $$venv/bin/pip install --quiet -e ".[dev,flow,hawk]"; \
 	  touch $$venv/.installed; \
 	fi; \
+	status=0; \
 	echo "== Python $$version: fast tier"; \
-	$$venv/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/unit; \
+	$$venv/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/unit || status=1; \
 	echo "== Python $$version: a real run end to end"; \
-	$$venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -rs $(PY_SMOKE)
+	$$venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -rs $(PY_SMOKE) || status=1; \
+	exit $$status
 
 # Every interpreter >= 3.12 under ~/.pyenv/versions (the newest patch of each minor version),
 # each by test-python; fails if any does.

@@ -94,20 +94,29 @@ def _one_line(value: object) -> str:
 
 
 def load_packages(config: Path, spec: Any) -> None:
-    """Every task package must be installed where Steward runs (Hawk installs them itself);
-    each is loaded here, through its entry point, so its tasks are in Inspect's registry even
-    where Inspect already enumerated the entry points (a worker forked from a warm process)."""
+    """Every package the config takes tasks, solvers or agents from must be installed where
+    Steward runs (Hawk installs them itself); each is loaded here through its entry point, so
+    its items are in Inspect's registry even where Inspect had already enumerated the entry
+    points (a worker forked from a warm process). A model package without an entry point of
+    that name is one of Inspect's own providers (`openai`, `anthropic`, ...)."""
+    from hawk.core.types import PackageConfig
+
     registered = {ep.name: ep for ep in importlib.metadata.entry_points(group="inspect_ai")}
-    for package in spec.tasks:
-        if package.name in registered:
-            registered[package.name].load()
-        else:
-            raise HawkUnavailable(
-                f"{config.name} takes tasks from the package {package.package!r}, whose "
-                f"Inspect entry point {package.name!r} is not installed in Steward's "
-                f"environment; install it there (pip install {package.package!r}): Steward runs "
-                "the definition in its own environment, not in a virtualenv of Hawk's."
-            )
+    kinds = {"tasks": spec.tasks, "solvers": spec.solvers, "agents": spec.agents}
+    kinds["models"] = spec.models
+    for kind, packages in kinds.items():
+        for package in packages or []:
+            if not isinstance(package, PackageConfig):
+                continue  # `package: inspect-ai`: Inspect's own items
+            if package.name in registered:
+                registered[package.name].load()
+            elif kind != "models":
+                raise HawkUnavailable(
+                    f"{config.name} takes {kind} from the package {package.package!r}, whose "
+                    f"Inspect entry point {package.name!r} is not installed in Steward's "
+                    f"environment; install it there (pip install {package.package!r}): Steward "
+                    "runs the definition in its own environment, not in a virtualenv of Hawk's."
+                )
     strictest = [spec.isolation, *(item.isolation for p in spec.tasks for item in p.items)]
     levels = {getattr(i, "level", "standard") for i in strictest if i is not None}
     if levels - {"standard"}:

@@ -117,7 +117,8 @@ def test_a_hawk_config_steward_cannot_run_is_one_clear_sentence(steward: Steward
     (workspace / "hawk.yaml").write_text(CONFIG.replace("name: hawk_demo_tasks", "name: nowhere"))
     result = steward("tasks", cwd=workspace)
     assert result.code == 2 and "Traceback" not in result.stderr, result.stderr
-    assert "entry point 'nowhere' is not installed in Steward's environment" in result.stderr
+    assert "takes tasks from the package 'hawk-demo-tasks', whose Inspect entry point" in result.stderr
+    assert "'nowhere' is not installed in Steward's environment" in result.stderr
 
     # A field Hawk's own model rejects: the field named.
     (workspace / "hawk.yaml").write_text(CONFIG.replace("epochs: 2", "epochs: many"))
