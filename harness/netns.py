@@ -20,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -136,11 +137,17 @@ class Host:
     def link(self) -> str:
         return _root_link(self.ns)
 
-    def run(self, *args: str, timeout: float = 180, cpus: str | None = None):
-        """`steward <args>` inside this host's namespace (optionally pinned with taskset)."""
+    def run(self, *args: str, timeout: float = 180, cpus: str | None = None, hide: list[str] = ()):
+        """`steward <args>` inside this host's namespace (optionally pinned with taskset, and
+        with `hide`'s directories covered by an empty tmpfs in a mount namespace of its own)."""
         pin = ["taskset", "-c", cpus] if cpus else []
+        command = [*pin, STEWARD, *args]
+        if hide:
+            mounts = " && ".join(f"mount -t tmpfs steward-hidden {shlex.quote(d)}" for d in hide)
+            command = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                       f"{mounts} && exec {shlex.join(command)}"]  # fmt: skip
         return subprocess.run(
-            ["ip", "netns", "exec", self.ns, *pin, STEWARD, *args],
+            ["ip", "netns", "exec", self.ns, *command],
             env=self.steward.env,
             capture_output=True,
             text=True,
@@ -164,6 +171,9 @@ class Cluster:
     names: list[str] | None = None
     cpus: list[str] | None = None  # each host's Steward worker pinned to these (taskset -c)
     env: dict[str, str] = field(default_factory=dict)  # more for every host's environment
+    # Host name -> directories it cannot see: its Steward worker (and so its task workers) runs
+    # in a mount namespace of its own with an empty tmpfs over each, as a host without a mount.
+    hidden: dict[str, list[str]] = field(default_factory=dict)
     hosts: list[Host] = field(default_factory=list)
 
     def __enter__(self) -> Cluster:
@@ -222,7 +232,7 @@ class Cluster:
 
     # What a test does to a host.
     def start_worker(self, host: Host, cpus: str | None = None) -> None:
-        done = host.run("worker", "start", "--json", cpus=cpus)
+        done = host.run("worker", "start", "--json", cpus=cpus, hide=self.hidden.get(host.name, []))
         if done.returncode != 0:
             log = host.data_dir / "worker.log"
             tail = log.read_text()[-2000:] if log.exists() else ""

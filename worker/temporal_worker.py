@@ -21,7 +21,7 @@ from steward.activities.capacity.capacity import (
     reap_sandboxes_activity,
     request_admission,
 )
-from steward.activities.capacity.hosts import list_hosts
+from steward.activities.capacity.hosts import check_host_storage, list_hosts
 from steward.activities.capacity.provider_budgets import exchange_provider_budgets
 from steward.activities.definition.capture import capture_definition
 from steward.activities.definition.credentials import check_credentials
@@ -57,6 +57,7 @@ ACTIVITIES = [
     apply_setpoints,
     capture_definition,
     check_credentials,
+    check_host_storage,
     curate_logs,
     exchange_provider_budgets,
     fetch_from_store,

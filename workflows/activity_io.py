@@ -63,6 +63,14 @@ class ObserveRequest(BaseModel):
     stuck_after: float | None = None
 
 
+class HostStorageRequest(BaseModel):
+    """host-check-v1: what a host must see before task workers go there."""
+
+    workspace: str
+    definition: str  # as the spawn names it (relative to the workspace, or absolute)
+    log_dir: str
+
+
 class StopRequest(BaseModel):
     workers: list[WorkerProcess]
     grace_seconds: float = 30.0

@@ -21,6 +21,7 @@ class Activity:
     APPLY_SETPOINTS: Final = "apply_setpoints"
     CAPTURE_DEFINITION: Final = "capture_definition"
     CHECK_CREDENTIALS: Final = "check_credentials"
+    CHECK_HOST_STORAGE: Final = "check_host_storage"  # can a host see the definition and logs
     CURATE_LOGS: Final = "curate_logs"
     EXCHANGE_PROVIDER_BUDGETS: Final = "exchange_provider_budgets"
     FETCH_FROM_STORE: Final = "fetch_from_store"

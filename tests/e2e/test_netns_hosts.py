@@ -64,7 +64,10 @@ def cluster(home: Steward):
     (each leaves them as it found them, but the last, which kills one)."""
     root = Path(tempfile.mkdtemp(prefix="steward-test-hosts-"))
     hosts_env = {"STEWARD_OFFLINE_DELAY": "0.5", "STEWARD_OFFLINE_HOLD": str(root / "hold")}
-    with Cluster(home, 3, root, env=hosts_env) as made:
+    # h3 has no mount of `hidden` (a workspace there is out of its sight).
+    hidden = root / "hidden"
+    hidden.mkdir()
+    with Cluster(home, 3, root, env=hosts_env, hidden={"h3": [str(hidden)]}) as made:
         wait_for(
             lambda: (
                 {"h1", "h2", "h3"} <= {n for n, h in _hosts(home).items() if h["state"] == "live"}
@@ -218,6 +221,25 @@ def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
         describe=lambda: read_journal(fresh),
     )
     home.ok("cancel", "--reason", "seen placed", cwd=fresh)
+
+
+def test_a_host_that_cannot_see_the_definition_is_refused_with_the_reason(home, cluster):
+    hidden = cluster.root / "hidden"
+    tasks = {f"s{i}": 3 for i in range(1, 7)}
+    workspace = make_workspace(
+        home, hidden, tasks, options="shared_storage: true\nhosts: any\n" + HOST_TIMEOUT
+    )
+    home.ok("launch", cwd=workspace)
+    status = home.wait_phase(workspace, {"finished"}, timeout=180)
+    journal = read_journal(workspace)
+    [refused] = [e for e in journal if e["event"] == "host refused"]
+    assert refused["host"] == "h3"
+    assert f"cannot read the definition {workspace / 'evalset.py'}" in refused["reason"]
+    placed = {e.get("host") for e in journal if e["event"] == "spawned"}
+    assert "h3" not in placed and not [e for e in journal if e["event"] == "host lost"]
+    assert status["state"]["refused_hosts"] == {"h3": refused["reason"]}
+    assert_each_sample_once(workspace, tasks)
+    home.ok("cancel", "--reason", "checked", cwd=workspace)
 
 
 def test_four_hosts_one_killed_one_partitioned(home, cluster, workspace_root):

@@ -256,6 +256,9 @@ class RunState(BaseModel):
     """Worker id -> the worker process, for those believed alive."""
     lost_hosts: dict[str, datetime] = Field(default_factory=dict)
     """Host id -> when it was last heard from, for hosts judged lost."""
+    refused_hosts: dict[str, str] = Field(default_factory=dict)
+    """Host id -> why it takes none of this run's task workers (it cannot see the definition
+    or the log storage); asked again at each placement, so a host put right is used."""
     host_losses: list[HostLost] = Field(default_factory=list)
     """Host losses told to the run, for the next tend to act on."""
     worker_counter: int = 0

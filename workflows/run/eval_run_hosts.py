@@ -25,6 +25,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from steward.workflows.activity_io import (
+        HostStorageRequest,
         ObserveRequest,
         SetpointChange,
         SetpointRequest,
@@ -73,6 +74,8 @@ async def placements(ctx: RunContext, groups: list[list[TaskState]]) -> list[Hos
         if h.queue == ctx.input.host_queue
         or (is_live(h, now, ctx.settings.host_timeout) and h.host_id not in state.lost_hosts)
     ]
+    if versions.checks_host_storage():
+        live = await _able(ctx, live)
     if not any(h.queue != ctx.input.host_queue for h in live):
         return [None] * len(groups)
     loads = [
@@ -95,6 +98,38 @@ async def placements(ctx: RunContext, groups: list[list[TaskState]]) -> list[Hos
         None if name is None or by_id[name].queue == ctx.input.host_queue else by_id[name]
         for name in chosen
     ]
+
+
+async def _able(ctx: RunContext, live: list[HostInfo]) -> list[HostInfo]:
+    """host-check-v1: the hosts that can see the definition and write the log storage, each
+    asked on its own queue before it takes a task worker (a host that cannot was picked, its
+    spawn failed and it was called lost). A refusal is journalled once with its reason, and
+    asked again at the next placement (a host put right is used); a host that does not answer
+    the question is left out this time."""
+    state, able = ctx.state, []
+    request = HostStorageRequest(
+        workspace=ctx.workspace, definition=ctx.input.definition, log_dir=state.log_dir
+    )
+    for host in live:
+        if host.queue == ctx.input.host_queue:
+            able.append(host)
+            continue
+        try:
+            problem: str | None = await _ask_host(
+                ctx, Activity.CHECK_HOST_STORAGE, request, str | None, host.queue
+            )
+        except ActivityError as err:
+            problem = f"host {host.host_id} did not answer: {cause_of(err)}"
+            ctx.journal("host not asked", host=host.host_id, problem=problem)
+            continue
+        if problem is None:
+            if state.refused_hosts.pop(host.host_id, None) is not None:
+                ctx.journal("host accepted", host=host.host_id)
+            able.append(host)
+        elif state.refused_hosts.get(host.host_id) != problem:
+            state.refused_hosts[host.host_id] = problem
+            ctx.journal("host refused", host=host.host_id, reason=problem)
+    return able
 
 
 async def _ask_host(ctx: RunContext, name: str, request: Any, result_type: Any, queue: str) -> Any:

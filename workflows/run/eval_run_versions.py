@@ -85,6 +85,7 @@ ROUTE_BY_TIME = "route-by-time-v1"
 HOST_BACK = "host-back-v1"
 REMOTE_STUCK = "remote-stuck-v1"
 HOSTS_AT_ONCE = "hosts-at-once-v1"
+HOST_CHECK = "host-check-v1"
 READ_AHEAD = "read-ahead-v1"
 LEDGER_HANDOVER = "ledger-handover-v1"  # the CapacityLedger's, not EvalRun's
 
@@ -122,6 +123,9 @@ LIVE = (
         _NEXT_RELEASE,
     ),
     LiveFlag(HOSTS_AT_ONCE, "a tend observes the other hosts at once", _NEXT_RELEASE),
+    LiveFlag(
+        HOST_CHECK, "a host must see the definition and the logs to be placed on", _NEXT_RELEASE
+    ),
 )
 
 
@@ -214,3 +218,10 @@ def asks_hosts_at_once() -> bool:
     """hosts-at-once-v1: a tend observes its other hosts concurrently (their activities are
     scheduled in one workflow task); a run that asked them one after the other replays so."""
     return workflow.patched(HOSTS_AT_ONCE)
+
+
+def checks_host_storage() -> bool:
+    """host-check-v1: before placing task workers on another host, the run asks that host
+    (an activity on its queue) whether it can see the definition and write the log storage,
+    and leaves it out, saying why, when it cannot."""
+    return workflow.patched(HOST_CHECK)

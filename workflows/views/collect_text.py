@@ -114,6 +114,9 @@ EVENT_SENTENCES: dict[str, str] = {
     "host lost": "Host {host} was lost.",
     "host back": "Host {host} is heard again.",
     "host not observed": "Host {host} could not be looked at: {problem}.",
+    "host refused": "Host {host} takes none of this run's task workers: {reason}.",
+    "host accepted": "Host {host} can see the run's files again and may take its task workers.",
+    "host not asked": "Host {host} was left out of this placement: {problem}.",
     "host registry not reached": "The host registry was not reached: {problem}.",
     # the workspace, options, notices
     "workspace not written": "The workspace could not be written: {problem}.",
