@@ -126,9 +126,12 @@ def test_the_run_page_says_what_steward_knows(steward, workspace_root):
     said = steward("status", cwd=workspace)
     assert said.code == 0, said.stderr
     page_url = now["web_ui"]
-    assert page_url.endswith("/user-metadata") and page_url in said.stdout, page_url
+    # (Each names the execution it found: the run may continue as new between the two.)
+    execution_page = rf"/workflows/{launched['workflow_id']}/[\w-]+/user-metadata"
+    assert re.search(execution_page + "$", page_url), page_url
+    assert re.search(r"web UI:\s*\S+" + execution_page, said.stdout), said.stdout
     page_md = (workspace / "status.md").read_text()  # the run writes it: its own execution's
-    assert re.search(rf"{launched['workflow_id']}/[\w-]+/user-metadata", page_md), page_md
+    assert re.search(execution_page, page_md), page_md
     lines = said.stdout.splitlines()
     runs_url = next(
         line.split(": ", 1)[1] if ": " in line else lines[i + 1]
