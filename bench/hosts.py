@@ -124,11 +124,68 @@ def loss_to_resume(home: Steward, second: Steward, workspace: Path) -> float:
     return seconds
 
 
+def netns_main(args: argparse.Namespace) -> None:
+    """On real test hosts (bench/hosts_netns.py): one vs two vs four hosts, a kill and a
+    partition, duplicates and losses counted."""
+    from .hosts_netns import HOST_TIMEOUT_S as TIMEOUT
+    from .hosts_netns import measure
+
+    root, home = private_steward("steward-hosts-bench-")
+    try:
+        results = measure(root, home, args.samples, console.print)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            console.print(f"kept {root}")
+    table = Table(title=f"4 tasks x {args.samples} samples, CPU-bound (offline model), netns hosts")
+    for column in ("measure", "value"):
+        table.add_column(column)
+    rows = (
+        ("one host, CPU 0: launch -> last sample (s)", "one_host_s"),
+        ("two hosts, a CPU each (s)", "two_hosts_s"),
+        (f"four hosts over {os.cpu_count()} CPUs (s)", "four_hosts_s"),
+        (f"host killed -> its tasks running again (s; host_timeout {TIMEOUT} s)",
+         "host_loss_to_resume_s"),
+        ("host link down -> its tasks running again (s)", "host_partition_to_resume_s"),
+        ("samples duplicated", "samples_duplicated"),
+        ("samples lost", "samples_lost"),
+    )  # fmt: skip
+    for label, key in rows:
+        table.add_row(
+            label, f"{results[key]:.1f}" if isinstance(results[key], float) else str(results[key])
+        )
+    console.print(table)
+    out = {k: round(v, 1) if isinstance(v, float) else v for k, v in results.items()}
+    out.update(
+        two_hosts_speedup=round(results["one_host_s"] / results["two_hosts_s"], 2),
+        four_hosts_speedup=round(results["one_host_s"] / results["four_hosts_s"], 2),
+        host_timeout_s=TIMEOUT,
+        within_target=max(results["host_loss_to_resume_s"], results["host_partition_to_resume_s"])
+        <= TIMEOUT + 30,
+        samples=4 * args.samples,
+        cpus=os.cpu_count(),
+    )
+    print(json.dumps(out))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=1000, help="samples per task (4 tasks)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch root")
+    parser.add_argument(
+        "--loopback", action="store_true", help="two hosts on loopback, no namespaces"
+    )
     args = parser.parse_args()
+    if not args.loopback:
+        from harness.netns import Unavailable, check_available
+
+        try:
+            check_available()
+        except Unavailable as why:
+            console.print(f"no namespace hosts ({why}): two hosts on loopback instead")
+        else:
+            return netns_main(args)
     root, home = private_steward("steward-hosts-bench-")
     second = second_host(home, root)
     sim, url = spawn(root / "sim.port", concurrency=400, latency=0.5, jitter=0.05)
