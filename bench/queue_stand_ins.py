@@ -23,6 +23,7 @@ from steward.workflows.activity_io import (
     BudgetAnswer,
     BudgetCall,
     CurateResult,
+    HostStorageRequest,
     LiveOptions,
     NotifyResult,
     ObserveRequest,
@@ -154,6 +155,11 @@ async def list_hosts(run_id: str) -> list[HostInfo]:
     return []
 
 
+@activity.defn(name=Activity.CHECK_HOST_STORAGE)
+async def check_host_storage(request: HostStorageRequest) -> str | None:
+    return None  # the host sees the definition and the log dir
+
+
 @activity.defn(name=Activity.NOTIFY)
 async def notify(request) -> NotifyResult:
     return NotifyResult(configured=False, delivered=False)
@@ -225,6 +231,7 @@ STAND_INS = [
     exchange_budgets,
     probe_provider,
     list_hosts,
+    check_host_storage,
     notify,
     scan,
     apply_actions,
