@@ -67,3 +67,12 @@ def test_other_ends_stop_their_tasks_and_a_running_run_is_untouched():
     assert cancelling.tasks[1].phase == "cancelled" and cancelling.tasks[1].progress.in_flight == 3
     running = cancelled_run(phase="running")
     assert as_ended(running) is running
+
+
+def test_timer_status_of_an_ended_run_says_there_is_none():
+    from steward.cli.cmd_control import _timer_view
+
+    view = _timer_view(cancelled_run())
+    assert view["ended"] and not view["armed"] and view["next_tend_at"] is None
+    running = _timer_view(cancelled_run(phase="running"))
+    assert not running["ended"] and running["armed"] and running["next_tend_at"] is not None
