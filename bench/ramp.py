@@ -260,6 +260,7 @@ def main() -> None:
         for case in cases(args.scale):
             if case.name in chosen:
                 runs.append((case, run_case(root, case)))
+                out.print(table(case, runs[-1][1]))  # as each case ends: a later one may fail
         plot(runs, args.plot)
     finally:
         if args.keep:
@@ -267,7 +268,6 @@ def main() -> None:
         else:
             shutil.rmtree(root, ignore_errors=True)
     for case, results in runs:
-        out.print(table(case, results))
         problem = results["steward"].get("scan_problem")
         if problem:  # reported, not hidden: its figures are then not a scan's
             out.print(f"({case.name}) the integrity scan failed: {problem}")
