@@ -13,6 +13,7 @@ import subprocess
 import time
 
 from harness.helpers import STEWARD, make_workspace
+from steward.cli.render import short_ids
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
 
@@ -53,7 +54,8 @@ def test_a_spinner_names_the_step_at_a_terminal_and_json_stays_clean(steward, wo
     assert code == 0, seen
     assert "resolving evalset.py" in ANSI.sub("", seen)
     identifier = steward.ok("tasks", cwd=workspace)["tasks"][0]["identifier"]
-    assert identifier not in seen and "…" + identifier[-12:] in seen  # short, on one line
+    [short] = short_ids([identifier])  # name#args-hash·config-hash, told apart, on one line
+    assert identifier not in seen and short in ANSI.sub("", seen)
 
     code, seen = _at_a_terminal(steward, "tasks", "--json", cwd=workspace)
     assert code == 0 and "resolving" not in seen
