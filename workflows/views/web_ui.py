@@ -24,6 +24,7 @@ from steward.workflows.contracts import TERMINAL_PHASES, RunState, TaskSpec
 from steward.workflows.names import Activity
 from steward.workflows.options import format_duration
 from steward.workflows.run.eval_run_state import describe_state
+from steward.workflows.views.ended import ended_state
 from steward.workflows.views.status_view import task_cells, task_rows
 from steward.workflows.views.vocabulary import tends_text
 
@@ -101,6 +102,7 @@ def current_details(workspace: str, state: RunState, next_tend: str) -> str:
     """The run as it stands, for the web UI's page of the workflow: state, samples, open
     decisions and the next step first, then the tasks (a continued run has no static summary
     of its own: Temporal does not carry it over, so the workspace is here too)."""
+    state = ended_state(state)  # an ended run reads as ended: nothing pending, in flight or timed
     lines = [headline(state), f"**Next:** {next_step(state, next_tend)}"]
     if state.error:
         lines.append(f"**Error:** {state.error}")
