@@ -124,9 +124,15 @@ def _lost(workspace: Path) -> list[str]:
     return sorted(e["host"] for e in read_journal(workspace) if e["event"] == "host lost")
 
 
-def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
-    home, cluster, workspace_root, receiver
-):
+def test_hosts_cut_off_refused_and_killed(home, cluster, workspace_root, receiver):
+    """One test, in three parts, so that the hosts are made once per pytest process (the
+    suite's --dist worksteal would otherwise make them again for a test another process took)."""
+    partitioned_and_back(home, cluster, workspace_root / "partition", receiver)
+    refused_for_want_of_the_definition(home, cluster)
+    four_hosts_one_killed_one_partitioned(home, cluster, workspace_root / "four")
+
+
+def partitioned_and_back(home, cluster, workspace_root, receiver):
     h1, h2 = cluster["h1"], cluster["h2"]
     tasks = {f"t{i}": 100 for i in range(1, 5)}
     held = Path(cluster.env["STEWARD_OFFLINE_HOLD"])
@@ -223,7 +229,7 @@ def test_a_partitioned_host_loses_its_tasks_and_comes_back_owning_nothing(
     home.ok("cancel", "--reason", "seen placed", cwd=fresh)
 
 
-def test_a_host_that_cannot_see_the_definition_is_refused_with_the_reason(home, cluster):
+def refused_for_want_of_the_definition(home, cluster):
     hidden = cluster.root / "hidden"
     tasks = {f"s{i}": 3 for i in range(1, 7)}
     workspace = make_workspace(
@@ -242,7 +248,7 @@ def test_a_host_that_cannot_see_the_definition_is_refused_with_the_reason(home, 
     home.ok("cancel", "--reason", "checked", cwd=workspace)
 
 
-def test_four_hosts_one_killed_one_partitioned(home, cluster, workspace_root):
+def four_hosts_one_killed_one_partitioned(home, cluster, workspace_root):
     h1, h3 = cluster["h1"], cluster["h3"]
     held = Path(cluster.env["STEWARD_OFFLINE_HOLD"])
     tasks = {f"t{i:02}": 30 for i in range(1, 17)}
