@@ -274,6 +274,11 @@ def main() -> None:
     out.print(f"served rate over time: {args.plot}")
     figures = shape_keys(runs)
     by_name = {case.name: (case, results) for case, results in runs}
+    if "cpu" in by_name:
+        cpu = by_name["cpu"][1]
+        figures["cpu_plain_rps"] = round(cpu["plain"]["rps"], 2)
+        figures["cpu_steward_rps"] = round(cpu["steward"]["rps"], 2)
+        figures["cpu_ratio"] = round(cpu["steward"]["rps"] / cpu["plain"]["rps"], 3)
     if "cap" in by_name and "cpu" in by_name:
         figures.update(today_keys(*by_name["cap"], *by_name["cpu"]))
     print(json.dumps(figures))
