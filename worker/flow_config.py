@@ -7,7 +7,7 @@ Inspect's capture and selection modes, so the per-task workers, see the same tas
 run. Flow's own runner is not used: it shells out to `uv` to freeze requirements and may build
 virtualenvs, neither of which a supervised offline worker can rely on.
 
-Needs the `flow` extra (`pip install 'steward[flow]'`, inspect-flow 0.14). The resolver reads
+Needs the `flow` extra (`pip install 'steward-evals[flow]'`, inspect-flow 0.14). The resolver reads
 some of inspect-flow's private modules (there is no public "spec -> tasks" call in 0.14), so
 the extra pins the version; tests/e2e/test_flow.py guards the coupling.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 MISSING = (
     "{path} is an Inspect Flow configuration, but the inspect-flow package is not installed; "
-    "install Steward's flow extra (pip install 'steward[flow]')."
+    "install Steward's flow extra (pip install 'steward-evals[flow]')."
 )
 
 

@@ -109,7 +109,7 @@ def _flow_api():
     except ImportError as err:
         raise ValueError(
             "log_store names an Inspect Flow store, but the inspect-flow package is not "
-            "installed; install Steward's flow extra (pip install 'steward[flow]')."
+            "installed; install Steward's flow extra (pip install 'steward-evals[flow]')."
         ) from err
     api.init(log_level="warning", display="none", dotenv_base_dir=None)
     return api

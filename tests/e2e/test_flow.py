@@ -115,12 +115,12 @@ def test_a_broken_flow_config_or_a_missing_extra_is_one_clear_sentence(
     try:
         flow_config.run(workspace / "config.py")
     except SystemExit as exit:
-        assert "pip install 'steward[flow]'" in str(exit.code)
+        assert "pip install 'steward-evals[flow]'" in str(exit.code)
     else:
         raise AssertionError("a Flow config ran without inspect-flow")
     try:
         log_store.index_store(f"flow:{workspace_root / 'store'}")
     except ValueError as err:
-        assert "pip install 'steward[flow]'" in str(err)
+        assert "pip install 'steward-evals[flow]'" in str(err)
     else:
         raise AssertionError("a Flow store without inspect-flow was indexed")

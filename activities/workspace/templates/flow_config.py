@@ -3,7 +3,7 @@
 Steward resolves this FlowSpec as Flow does (defaults, task args, epochs, limits, options)
 and runs each task in its own supervised worker. It uses `steward/offline`, Steward's offline
 model, so it runs with no network and no API key; replace the tasks and models with your own
-(e.g. model="openai/gpt-5", and put OPENAI_API_KEY in .env). Needs `pip install 'steward[flow]'`.
+(e.g. model="openai/gpt-5", and put OPENAI_API_KEY in .env). Needs `pip install 'steward-evals[flow]'`.
 """
 
 from inspect_flow import FlowSpec, FlowTask
