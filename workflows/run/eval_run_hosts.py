@@ -102,31 +102,35 @@ async def placements(ctx: RunContext, groups: list[list[TaskState]]) -> list[Hos
 
 async def _able(ctx: RunContext, live: list[HostInfo]) -> list[HostInfo]:
     """host-check-v1: the hosts that can see the definition and write the log storage, each
-    asked on its own queue before it takes a task worker (a host that cannot was picked, its
-    spawn failed and it was called lost). A refusal is journalled once with its reason, and
-    asked again at the next placement (a host put right is used); a host that does not answer
-    the question is left out this time."""
-    state, able = ctx.state, []
+    asked on its own queue (all at once) before it takes a task worker (a host that could not
+    was picked, its spawn failed and it was called lost). A refusal is journalled once with
+    its reason, and asked again at the next placement (a host put right is used); a host that
+    does not answer the question is left out this time."""
+    state = ctx.state
     request = HostStorageRequest(
         workspace=ctx.workspace, definition=ctx.input.definition, log_dir=state.log_dir
     )
-    for host in live:
-        if host.queue == ctx.input.host_queue:
-            able.append(host)
-            continue
+    remote = [h for h in live if h.queue != ctx.input.host_queue]
+
+    async def ask(host: HostInfo) -> str | None:
         try:
-            problem: str | None = await _ask_host(
+            return await _ask_host(
                 ctx, Activity.CHECK_HOST_STORAGE, request, str | None, host.queue
             )
         except ActivityError as err:
-            problem = f"host {host.host_id} did not answer: {cause_of(err)}"
-            ctx.journal("host not asked", host=host.host_id, problem=problem)
-            continue
-        if problem is None:
+            ctx.journal("host not asked", host=host.host_id, problem=cause_of(err))
+            return "unasked"
+
+    said = await asyncio.gather(*map(ask, remote))
+    answers = dict(zip([h.host_id for h in remote], said, strict=True))
+    able = []
+    for host in live:
+        problem = answers.get(host.host_id)
+        if host.queue == ctx.input.host_queue or problem is None:
             if state.refused_hosts.pop(host.host_id, None) is not None:
                 ctx.journal("host accepted", host=host.host_id)
             able.append(host)
-        elif state.refused_hosts.get(host.host_id) != problem:
+        elif problem != "unasked" and state.refused_hosts.get(host.host_id) != problem:
             state.refused_hosts[host.host_id] = problem
             ctx.journal("host refused", host=host.host_id, reason=problem)
     return able
