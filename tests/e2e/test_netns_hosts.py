@@ -11,6 +11,7 @@ Skipped, saying why, where network namespaces cannot be made (not root, no iprou
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import time
@@ -129,6 +130,7 @@ def test_hosts_cut_off_refused_and_killed(home, cluster, workspace_root, receive
     suite's --dist worksteal would otherwise make them again for a test another process took)."""
     partitioned_and_back(home, cluster, workspace_root / "partition", receiver)
     refused_for_want_of_the_definition(home, cluster)
+    stuck_on_another_host(home, cluster, workspace_root / "stuck")
     four_hosts_one_killed_one_partitioned(home, cluster, workspace_root / "four")
 
 
@@ -244,6 +246,37 @@ def refused_for_want_of_the_definition(home, cluster):
     placed = {e.get("host") for e in journal if e["event"] == "spawned"}
     assert "h3" not in placed and not [e for e in journal if e["event"] == "host lost"]
     assert status["state"]["refused_hosts"] == {"h3": refused["reason"]}
+    assert_each_sample_once(workspace, tasks)
+    home.ok("cancel", "--reason", "checked", cwd=workspace)
+
+
+def stuck_on_another_host(home, cluster, workspace_root):
+    """A sample stuck in a task worker on h2 is found through h2's own look at its control
+    sockets and asked about, as one on the workspace's host would be."""
+    held = Path(cluster.env["STEWARD_OFFLINE_HOLD"])
+    tasks = {"quick": 2, "sleepy": 2}
+    workspace = make_workspace(
+        home,
+        workspace_root,
+        tasks,
+        options="stuck_after: 2s\nsamples_ramp: [2, 2]\nshared_storage: true\nhosts: [h2]\n"
+        + HOST_TIMEOUT,
+    )
+    held.write_text("h2's samples wait: they are stuck\n")
+    try:
+        home.ok("launch", cwd=workspace)
+        [remote] = wait_for(lambda: _on(home, workspace, "h2"), what="a task worker on h2")
+
+        def stuck() -> dict | None:
+            decisions = home.ok("collect", "--since", "0", cwd=workspace)["decisions"]
+            return next((d for d in decisions if d["kind"] == "stuck_sample"), None)
+
+        decision = wait_for(stuck, timeout=120, interval=1.0, what="a stuck_sample decision")
+        names = {t["spec"]["identifier"]: t["spec"]["name"] for t in home.state(workspace)["tasks"]}
+        assert names[remote["tasks"][0]] in json.dumps(decision), decision
+    finally:
+        held.unlink(missing_ok=True)
+    home.wait_phase(workspace, {"finished"}, timeout=180)
     assert_each_sample_once(workspace, tasks)
     home.ok("cancel", "--reason", "checked", cwd=workspace)
 
