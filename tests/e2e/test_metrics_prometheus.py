@@ -179,7 +179,13 @@ def test_prometheus_sees_the_series_move_as_the_run_does(
     assert query(prometheus, f"sum(steward_tend_duration_seconds_count{{{where}}})") > 0
     # Temporal's own SDK metrics come through the same endpoint.
     assert query(prometheus, "sum(temporal_activity_schedule_to_start_latency_count)") > 0
-    assert query(prometheus, "max(steward_hosts_live)") == 1
+    # The host registry sets it as the host's presence comes in (every few seconds).
+    wait_for(
+        lambda: query(prometheus, "max(steward_hosts_live)") == 1,
+        timeout=60,
+        what="Prometheus to see the one live host",
+        describe=lambda: query(prometheus, "max(steward_hosts_live)"),
+    )
 
     # The dashboard reads only series a real worker exports (Steward's are held against
     # workflows/metrics.py in tests/unit/test_metrics.py; Temporal's are checked here).

@@ -44,7 +44,7 @@ def _details(page, error: type[Exception], workspace: str) -> tuple[str, str]:
             text = frame.inner_text("body", timeout=2000)
             if "Next:" in text and workspace in text:
                 return text, frame.locator("pre").first.inner_text(timeout=2000)
-            if text.startswith("continued as new"):
+            if "continued as new" in text and "Latest Execution" in text:
                 return text, ""
         except error:  # detached as the UI refreshed it
             continue
