@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
-from harness.helpers import Steward, free_port
+from harness.helpers import Steward, free_port, wait_for
 
 
 def private_steward(prefix: str) -> tuple[Path, Steward]:
@@ -20,3 +21,19 @@ def private_steward(prefix: str) -> tuple[Path, Steward]:
     )
     (root / "data").mkdir()
     return root, Steward(env)
+
+
+def run_to_last_sample(steward: Steward, workspace: Path, timeout: float = 3600) -> float:
+    """Seconds from launch to the run's last sample; the run is cancelled then (what comes
+    after, its scan, is not measured)."""
+    steward.ok("launch", "--no-smoke", cwd=workspace)
+    start = time.monotonic()
+    wait_for(
+        lambda: (s := steward.state(workspace))["samples_done"] >= s["samples_total"] > 0,
+        timeout=timeout,
+        interval=0.5,
+        what="the run's last sample",
+    )
+    seconds = time.monotonic() - start
+    steward("cancel", "--reason", "measured", cwd=workspace)
+    return seconds

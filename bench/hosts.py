@@ -36,7 +36,7 @@ from rich.table import Table
 from harness.helpers import STEWARD, Steward, make_workspace, pid_alive, wait_for
 from steward.worker.provider_simulator import spawn
 
-from .common import private_steward
+from .common import private_steward, run_to_last_sample
 from .ramp_ways import SIM_MODEL
 
 console = Console(stderr=True)
@@ -72,20 +72,6 @@ def workspace_for(
         dotenv=f"SIM_BASE_URL={sim}/v1\nSIM_API_KEY=bench\n",
         model=SIM_MODEL,
     )
-
-
-def run_to_last_sample(steward: Steward, workspace: Path) -> float:
-    steward.ok("launch", "--no-smoke", cwd=workspace)
-    start = time.monotonic()
-    wait_for(
-        lambda: (s := steward.state(workspace))["samples_done"] >= s["samples_total"] > 0,
-        timeout=1800,
-        interval=0.5,
-        what="the run's last sample",
-    )
-    seconds = time.monotonic() - start
-    steward("cancel", "--reason", "measured", cwd=workspace)  # its scan is not measured here
-    return seconds
 
 
 def loss_to_resume(home: Steward, second: Steward, workspace: Path) -> float:

@@ -23,6 +23,8 @@ from pathlib import Path
 from harness.helpers import STEWARD, Steward, make_workspace, pid_alive, wait_for
 from harness.netns import Cluster, home_env
 
+from .common import run_to_last_sample
+
 HOST_TIMEOUT_S = 30
 
 
@@ -35,20 +37,6 @@ def _workspace(home: Steward, root: Path, name: str, samples: int, options: str,
         options=options,
         dotenv=env,
     )
-
-
-def _to_last_sample(home: Steward, workspace: Path) -> float:
-    home.ok("launch", "--no-smoke", cwd=workspace)
-    start = time.monotonic()
-    wait_for(
-        lambda: (s := home.state(workspace))["samples_done"] >= s["samples_total"] > 0,
-        timeout=3600,
-        interval=0.5,
-        what="the run's last sample",
-    )
-    seconds = time.monotonic() - start
-    home("cancel", "--reason", "measured", cwd=workspace)
-    return seconds
 
 
 def _counted(workspace: Path, samples: int) -> tuple[int, int]:
@@ -119,13 +107,13 @@ def measure(root: Path, home: Steward, samples: int, say) -> dict:
             shared = "shared_storage: true\n"
             say("one host (CPU 0) ...")
             ws = _workspace(home, root, "one", samples, "")
-            results["one_host_s"] = _to_last_sample(home, ws)
+            results["one_host_s"] = run_to_last_sample(home, ws)
             say("two hosts (home + h1, a CPU each) ...")
             ws = _workspace(home, root, "two", samples, shared + "hosts: [h1]\n")
-            results["two_hosts_s"] = _to_last_sample(home, ws)
+            results["two_hosts_s"] = run_to_last_sample(home, ws)
             say(f"four hosts (home, h1, h2, h3 over {cpus} CPUs) ...")
             ws = _workspace(home, root, "four", samples, shared + "hosts: any\n")
-            results["four_hosts_s"] = _to_last_sample(home, ws)
+            results["four_hosts_s"] = run_to_last_sample(home, ws)
 
             slow = shared + f"hosts: any\nhost_timeout: {HOST_TIMEOUT_S}s\nsamples_ramp: [2, 2]\n"
             duplicated = lost = 0

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +59,28 @@ def reap_leftovers(data_dir: Path | str) -> None:
                 os.kill(process.pid, 9)
         except (psutil.Error, OSError):
             pass
+
+
+@contextmanager
+def own_services(
+    prefix: str,
+    env: Callable[[Path], dict[str, str]] = lambda data_dir: {},
+    wrap: Callable[[dict[str, str]], dict[str, str]] = lambda env: env,
+) -> Iterator[Steward]:
+    """A Temporal server and Steward worker of a test module's own, in a fresh data dir (`env`
+    adds to the environment, given that dir; `wrap` may change the whole of it), stopped and
+    reaped afterwards however the block ends."""
+    data_dir = Path(tempfile.mkdtemp(prefix=prefix))
+    runner = Steward(wrap(session_env(data_dir, **env(data_dir))))
+    try:
+        runner.ok("server", "start")
+        runner.ok("worker", "start")
+        yield runner
+    finally:
+        runner("worker", "stop")
+        runner("server", "stop")
+        reap_leftovers(data_dir)  # task workers left by a failure
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def private_steward(steward: Steward, tmp_path: Path, **env: str) -> Steward:

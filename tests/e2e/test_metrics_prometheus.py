@@ -24,8 +24,7 @@ from harness.helpers import (
     Steward,
     free_port,
     make_workspace,
-    reap_leftovers,
-    session_env,
+    own_services,
     wait_for,
 )
 
@@ -48,15 +47,9 @@ def metrics_port() -> int:
 @pytest.fixture(scope="module")
 def steward(metrics_port: int) -> Steward:
     """This module's own Temporal server and a Steward worker serving metrics."""
-    data_dir = Path(tempfile.mkdtemp(prefix="steward-test-metrics-"))
-    runner = Steward(session_env(data_dir, STEWARD_METRICS_PORT=str(metrics_port)))
-    runner.ok("server", "start")
-    runner.ok("worker", "start")
-    yield runner
-    runner("worker", "stop")
-    runner("server", "stop")
-    reap_leftovers(data_dir)
-    shutil.rmtree(data_dir, ignore_errors=True)
+    port = {"STEWARD_METRICS_PORT": str(metrics_port)}
+    with own_services("steward-test-metrics-", lambda _: port) as runner:
+        yield runner
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,9 @@ from harness.helpers import (
     Steward,
     assert_each_sample_once,
     make_workspace,
+    own_services,
     pid_alive,
     read_journal,
-    reap_leftovers,
-    session_env,
     wait_for,
 )
 from harness.netns import Cluster, Unavailable, check_available, home_env
@@ -48,15 +47,12 @@ def home() -> Steward:
         check_available()
     except Unavailable as why:
         pytest.skip(f"no test hosts: {why}")
-    data = Path(tempfile.mkdtemp(prefix="steward-test-netns-"))
-    runner = Steward(home_env(session_env(data, STEWARD_OFFLINE_HOLD=str(data / "hold"))))
-    runner.ok("server", "start")
-    runner.ok("worker", "start")
-    yield runner
-    runner("worker", "stop")
-    runner("server", "stop")
-    reap_leftovers(data)
-    shutil.rmtree(data, ignore_errors=True)
+
+    def hold(data: Path) -> dict[str, str]:
+        return {"STEWARD_OFFLINE_HOLD": str(data / "hold")}
+
+    with own_services("steward-test-netns-", hold, wrap=home_env) as runner:
+        yield runner
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,6 @@ may take) makes the run's re-read of its options too large, as a 2 MB one would.
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,9 +19,8 @@ import pytest
 from harness.helpers import (
     Steward,
     make_workspace,
+    own_services,
     read_journal,
-    reap_leftovers,
-    session_env,
     wait_for,
 )
 from harness.receiver import Receiver
@@ -34,15 +31,9 @@ GUARD_LIMIT = 100 * 1024
 @pytest.fixture(scope="module")
 def steward() -> Steward:
     """This module's own Temporal server and Steward worker (see the module's docstring)."""
-    data_dir = Path(tempfile.mkdtemp(prefix="steward-test-payload-"))
-    runner = Steward(session_env(data_dir, STEWARD_ACTIVITY_RESULT_LIMIT=str(GUARD_LIMIT)))
-    runner.ok("server", "start")
-    runner.ok("worker", "start")
-    yield runner
-    runner("worker", "stop")
-    runner("server", "stop")
-    reap_leftovers(data_dir)  # task workers left by a failure
-    shutil.rmtree(data_dir, ignore_errors=True)
+    limit = {"STEWARD_ACTIVITY_RESULT_LIMIT": str(GUARD_LIMIT)}
+    with own_services("steward-test-payload-", lambda _: limit) as runner:
+        yield runner
 
 
 def _policies(size: int) -> str:
