@@ -74,7 +74,12 @@ def test_an_agent_that_collects_keeps_its_items_and_one_that_stops_loses_them_on
     assert ROUTE_AFTER <= delay < ROUTE_AFTER + ROUTING_SLACK
     assert seen_after < ROUTE_AFTER + ROUTING_SLACK + 2  # + reading it (a query every 0.2 s)
     assert decision["routed_because"] == "no agent collected within 4s"
-    journal = [e for e in read_journal(workspace) if e["event"] == "routed to operator"]
+    # The journal is written by the tend's publish, a moment after the state changed.
+    journal = wait_for(
+        lambda: [e for e in read_journal(workspace) if e["event"] == "routed to operator"],
+        timeout=30,
+        what="the routing in the journal",
+    )
     assert [(e["decision"], e["reason"]) for e in journal] == [
         (decision["id"], "no agent collected within 4s")
     ]

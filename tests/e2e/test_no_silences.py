@@ -36,7 +36,10 @@ def test_status_wait_through_a_pipe_prints_each_change_as_it_happens(steward, wo
             running_when_read.append(waiting.poll() is None)
             if line.startswith(("finished", "stalled")):
                 break
-        rest, _ = waiting.communicate(timeout=120)
+        # What the loop's read-ahead holds is in the file object, which communicate() (two
+        # pipes: it reads their descriptors) would skip: read the rest through it.
+        rest = waiting.stdout.read()
+        waiting.wait(timeout=120)
     finally:
         waiting.kill()
     assert waiting.returncode == 0, rest
