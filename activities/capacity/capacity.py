@@ -7,11 +7,13 @@ changed bound applies to the next decision without restarting anything.
 from __future__ import annotations
 
 import asyncio
+import random
 from pathlib import Path
 
 import structlog
 from temporalio import activity
 from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.service import RPCError, RPCStatusCode
 
 from steward.activities.capacity.probe_docker import docker_reading, reap_sandboxes
 from steward.activities.capacity.probe_kubernetes import kubernetes_reading, quota_event
@@ -104,12 +106,35 @@ async def request_admission(call: AdmissionCall) -> AdmissionOutcome:
         task_queue=LEDGER_TASK_QUEUE,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
-    admission = await handle.execute_update(CapacityLedger.admit, admit)
+    admission = await _admit(handle, admit)
     event = None
     if reading.backend == "kubernetes" and not admission.granted:
         # Waiting here, as an event, instead of starting pods the quota would reject.
         event = quota_event(reading, call.admit.footprint.resources)
     return AdmissionOutcome(admission=admission, reading=reading, domain_id=domain, event=event)
+
+
+# Temporal takes at most 10 updates in flight per workflow, and aborts those in flight when the
+# ledger hands over (continue-as-new). A burst of launches meets both: ask again within a
+# second or so (jittered, so the burst spreads) rather than fail the attempt into the activity's
+# backoff, which grows to tens of seconds while the queue waits. Past BUSY_FOR_S, the activity's
+# own retry takes over.
+BUSY = {RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.UNAVAILABLE}
+BUSY_FOR_S = 30.0  # well inside the activity's 60 s start-to-close
+
+
+async def _admit(handle, admit):
+    waited, pause = 0.0, 0.05
+    while True:
+        try:
+            return await handle.execute_update(CapacityLedger.admit, admit)
+        except RPCError as err:
+            if err.status not in BUSY or waited >= BUSY_FOR_S:
+                raise
+        activity.heartbeat("the ledger is busy: asking again")
+        delay = random.uniform(pause, 2 * pause)
+        await asyncio.sleep(delay)
+        waited, pause = waited + delay, min(pause * 2, 1.0)
 
 
 @activity.defn(name=Activity.REAP_SANDBOXES)
