@@ -7,7 +7,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.helpers import Steward, free_port, wait_for
+from harness.helpers import Steward, free_port, pid_alive, wait_for
 
 
 def private_steward(prefix: str) -> tuple[Path, Steward]:
@@ -37,3 +37,19 @@ def run_to_last_sample(steward: Steward, workspace: Path, timeout: float = 3600)
     seconds = time.monotonic() - start
     steward("cancel", "--reason", "measured", cwd=workspace)
     return seconds
+
+
+def wait_until_moved(
+    home: Steward, workspace: Path, moved: set[str], old: set[str], timeout: float
+) -> None:
+    """Until every task in `moved` is held by a live task worker other than the `old` ones
+    (its host lost: the run placed it again)."""
+
+    def running_again() -> bool:
+        state = home.state(workspace)
+        holders = {
+            i: w for w in state["workers"].values() if w["worker_id"] not in old for i in w["tasks"]
+        }
+        return all(i in holders and pid_alive(holders[i]["pid"]) for i in moved)
+
+    wait_for(running_again, timeout=timeout, interval=0.2, what="the tasks moved")

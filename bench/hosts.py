@@ -33,10 +33,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from harness.helpers import STEWARD, Steward, make_workspace, pid_alive, wait_for
+from harness.helpers import STEWARD, Steward, make_workspace, wait_for
 from steward.worker.provider_simulator import spawn
 
-from .common import private_steward, run_to_last_sample
+from .common import private_steward, run_to_last_sample, wait_until_moved
 from .ramp_ways import SIM_MODEL
 
 console = Console(stderr=True)
@@ -96,15 +96,7 @@ def loss_to_resume(home: Steward, second: Steward, workspace: Path) -> float:
             pass
     killed = time.monotonic()
     old = {w["worker_id"] for w in remote}
-
-    def running_again() -> bool:
-        state = home.state(workspace)
-        holders = {
-            i: w for w in state["workers"].values() if w["worker_id"] not in old for i in w["tasks"]
-        }
-        return all(i in holders and pid_alive(holders[i]["pid"]) for i in moved)
-
-    wait_for(running_again, timeout=HOST_TIMEOUT_S + 300, interval=0.2, what="the tasks moved")
+    wait_until_moved(home, workspace, moved, old, timeout=HOST_TIMEOUT_S + 300)
     seconds = time.monotonic() - killed
     home("cancel", "--reason", "measured", cwd=workspace)
     return seconds

@@ -20,10 +20,10 @@ import os
 import time
 from pathlib import Path
 
-from harness.helpers import STEWARD, Steward, make_workspace, pid_alive, wait_for
+from harness.helpers import STEWARD, Steward, make_workspace, wait_for
 from harness.netns import Cluster, home_env
 
-from .common import run_to_last_sample
+from .common import run_to_last_sample, wait_until_moved
 
 HOST_TIMEOUT_S = 30
 
@@ -69,15 +69,7 @@ def _fault_to_resume(home: Steward, workspace: Path, host: str, fault) -> float:
     fault()
     at = time.monotonic()
     old = {w["worker_id"] for w in remote}
-
-    def running_again() -> bool:
-        state = home.state(workspace)
-        holders = {
-            i: w for w in state["workers"].values() if w["worker_id"] not in old for i in w["tasks"]
-        }
-        return all(i in holders and pid_alive(holders[i]["pid"]) for i in moved)
-
-    wait_for(running_again, timeout=HOST_TIMEOUT_S + 300, interval=0.2, what="the tasks moved")
+    wait_until_moved(home, workspace, moved, old, timeout=HOST_TIMEOUT_S + 300)
     return time.monotonic() - at
 
 
