@@ -86,11 +86,22 @@ def _hosts(steward: Steward) -> dict[str, dict]:
     return {h["host_id"]: h for h in steward.ok("hosts")["hosts"]}
 
 
+def _summaries(log: str) -> list:
+    """A running task's log, read between Inspect's rewrites of it (a read that meets one
+    finds no zip directory yet: read again)."""
+    for _ in range(20):
+        try:
+            return read_eval_log_sample_summaries(log)
+        except ValueError:
+            time.sleep(0.25)
+    return read_eval_log_sample_summaries(log)
+
+
 def _done_samples(steward: Steward, workspace: Path) -> dict[str, dict[str, tuple]]:
     """task identifier -> {uuid: (id, epoch)} of the samples its log completed so far."""
     return {
         t["spec"]["identifier"]: {
-            s.uuid: (s.id, s.epoch) for s in read_eval_log_sample_summaries(t["log"]) if not s.error
+            s.uuid: (s.id, s.epoch) for s in _summaries(t["log"]) if not s.error
         }
         for t in steward.state(workspace)["tasks"]
         if t["log"]
