@@ -52,6 +52,8 @@ class Signal:
     """Signals a workflow sends to another (the receiver declares them with these names)."""
 
     ADMITTED: Final = "admitted"  # CapacityLedger -> EvalRun
+    ASK_ADMISSION: Final = "ask_admission"  # EvalRun's admission activity -> CapacityLedger
+    ADMISSION_ANSWER: Final = "admission_answer"  # CapacityLedger -> EvalRun: that ask's answer
     RELEASE: Final = "release"  # EvalRun -> CapacityLedger: give part back
     WITHDRAW: Final = "withdraw"  # EvalRun -> CapacityLedger: leave the ledger
     HOST_HEARTBEAT: Final = "host_heartbeat"  # Steward worker -> HostRegistry: still here

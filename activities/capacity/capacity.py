@@ -21,7 +21,7 @@ from steward.activities.workspace.dotenv_files import workspace_environment
 from steward.activities.workspace.options import OptionsError, load_options
 from steward.workflows.ledgers.capacity_ledger import TASK_QUEUE as LEDGER_TASK_QUEUE
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
-from steward.workflows.names import Activity
+from steward.workflows.names import Activity, Signal
 from steward.workflows.policy.capacity import (
     AdmissionCall,
     AdmissionOutcome,
@@ -88,8 +88,9 @@ async def probe_capacity(request: ProbeRequest) -> ProbeReading:
 
 @activity.defn(name=Activity.REQUEST_ADMISSION)
 async def request_admission(call: AdmissionCall) -> AdmissionOutcome:
-    """Probe, then ask the domain's ledger (started on first use) through its `admit` update.
-    Idempotent: the ledger keeps one entry per run however often this is retried."""
+    """Probe, then ask the domain's ledger (started on first use): by signal when the run
+    waits for the answer signal (ask-by-signal-v1, `request_id` set), else through its `admit`
+    update. Idempotent: the ledger keeps one entry per run however often this is retried."""
     reading, domain = await asyncio.to_thread(probe, call.probe, activity.info().task_queue)
     admit = call.admit.model_copy(
         update={
@@ -99,17 +100,30 @@ async def request_admission(call: AdmissionCall) -> AdmissionOutcome:
         }
     )
     client = activity.client()
-    handle = await client.start_workflow(
-        CapacityLedger.run,
-        LedgerInput(domain=domain),
+    started = dict(
         id=domain,
         task_queue=LEDGER_TASK_QUEUE,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
-    admission = await _admit(handle, admit)
+    if admit.request_id:
+        # ask-by-signal-v1: signal-with-start; the ledger answers the run by signal.
+        await client.start_workflow(
+            CapacityLedger.run,
+            LedgerInput(domain=domain),
+            start_signal=Signal.ASK_ADMISSION,
+            start_signal_args=[admit],
+            **started,
+        )
+        admission = None
+    else:
+        handle = await client.start_workflow(
+            CapacityLedger.run, LedgerInput(domain=domain), **started
+        )
+        admission = await _admit(handle, admit)
     event = None
-    if reading.backend == "kubernetes" and not admission.granted:
-        # Waiting here, as an event, instead of starting pods the quota would reject.
+    if reading.backend == "kubernetes" and not (admission and admission.granted):
+        # Waiting here, as an event, instead of starting pods the quota would reject (the run
+        # files it only if it is queued: an answer by signal is not known here yet).
         event = quota_event(reading, call.admit.footprint.resources)
     return AdmissionOutcome(admission=admission, reading=reading, domain_id=domain, event=event)
 

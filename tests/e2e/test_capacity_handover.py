@@ -1,8 +1,10 @@
 """The capacity ledger's history stays short (ledger-handover-v1): it continues as new every
 HANDOVER_EVENTS events, moves to its own task queue, and a handover keeps the queue's order, its
-reservations and any admitted run it had still to signal. On a private Temporal server with
-this process's workers (the threshold lowered so a dozen runs cross several handovers); the
-runs are stand-in workflows that wait for the ledger's `admitted` signal."""
+reservations and any admitted run it had still to signal. A burst of asks by signal
+(ask-by-signal-v1), far more than the 10 updates Temporal takes in flight, is answered whole
+across handovers, each run hearing its answer before its admission. On a private Temporal
+server with this process's workers (the threshold lowered so a dozen runs cross several
+handovers); the runs are stand-in workflows that wait for the ledger's signals."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import asyncio
 
 from temporalio import workflow
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
@@ -21,6 +24,7 @@ from steward.workflows.ledgers.capacity_ledger import CapacityLedger
 from steward.workflows.names import Signal
 from steward.workflows.policy.capacity import (
     Admission,
+    AdmissionAnswer,
     AdmitRequest,
     Footprint,
     LedgerInput,
@@ -38,6 +42,8 @@ class Waiter:
 
     def __init__(self) -> None:
         self.reason: str | None = None
+        self.answers: list[Admission] = []  # the ledger's answers to asks, in arrival order
+        self.answered_before_admitted = True
 
     @workflow.run
     async def run(self) -> str:
@@ -47,6 +53,17 @@ class Waiter:
     @workflow.signal(name=Signal.ADMITTED)
     def admitted(self, admission: Admission) -> None:
         self.reason = admission.reason
+        self.answered_before_admitted = bool(self.answers)
+
+    @workflow.signal(name=Signal.ADMISSION_ANSWER)
+    def admission_answer(self, answer: AdmissionAnswer) -> None:
+        self.answers.append(answer.admission)
+        if answer.admission.granted:
+            self.reason = answer.admission.reason
+
+    @workflow.query
+    def heard(self) -> tuple[list[Admission], bool]:
+        return self.answers, self.answered_before_admitted
 
 
 def test_handovers_keep_the_queue_in_order(steward, tmp_path, monkeypatch):
@@ -85,6 +102,7 @@ async def _queue_through_handovers(address: str) -> None:
     async with workers[0], workers[1], workers[2]:
         await _pump_in_order(client)
         await _pending_admission_is_signalled(client)
+        await _a_burst_of_asks_by_signal(client)
 
 
 async def _pump_in_order(client: Client) -> None:
@@ -156,3 +174,62 @@ async def _pending_admission_is_signalled(client: Client) -> None:
     )
     waiter = client.get_workflow_handle("handover-run-pending")
     assert await asyncio.wait_for(waiter.result(), timeout=60) == "pumped"
+
+
+async def _a_burst_of_asks_by_signal(client: Client) -> None:
+    """60 runs ask at once by signal-with-start, as their admission activities do: every run
+    hears one answer, one is granted and the rest hold places 1..59 in the ledger's order; then
+    each release admits the next in that order, after its answer."""
+    runs = [f"burst-run-{i:02d}" for i in range(60)]
+    for run_id in runs:
+        await client.start_workflow(Waiter.run, id=run_id, task_queue=WAITERS)
+    one = Footprint(resources={"sandboxes": 1})
+    reading = ProbeReading(backend="docker", limits={"sandboxes": 1}, source="test")
+
+    async def ask(run_id: str) -> None:
+        await client.start_workflow(
+            CapacityLedger.run,
+            LedgerInput(domain="burst"),
+            id="ledger-burst",
+            task_queue=capacity_ledger.TASK_QUEUE,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            start_signal=Signal.ASK_ADMISSION,
+            start_signal_args=[
+                AdmitRequest(
+                    run_id=run_id,
+                    workspace=f"/w/{run_id}",
+                    footprint=one,
+                    reading=reading,
+                    request_id=f"ask-{run_id}",
+                )
+            ],
+        )
+
+    await asyncio.gather(*(ask(run_id) for run_id in runs))
+    answers = {run_id: await _answers(client, run_id) for run_id in runs}
+    assert all(len(heard) == 1 for heard in answers.values()), answers
+    granted = [r for r, heard in answers.items() if heard[0].granted]
+    assert len(granted) == 1
+    ledger = client.get_workflow_handle("ledger-burst")
+    view = await ledger.query(CapacityLedger.view)
+    order = [entry.run_id for entry in view.ledger.queue]
+    assert [answers[r][0].position for r in order] == list(range(1, len(runs)))
+
+    for holder, following in zip([*granted, *order], order, strict=False):
+        await ledger.signal(CapacityLedger.release, Release(run_id=holder))
+        waiter = client.get_workflow_handle(following)
+        assert await asyncio.wait_for(waiter.result(), timeout=60) == "pumped"
+        heard, in_order = await waiter.query("heard", result_type=tuple[list[Admission], bool])
+        assert in_order and len(heard) == 1
+    executions = [e async for e in client.list_workflows("WorkflowId = 'ledger-burst'")]
+    assert len(executions) >= 3, "the burst should have crossed handovers"
+
+
+async def _answers(client: Client, run_id: str) -> list[Admission]:
+    handle = client.get_workflow_handle(run_id)
+    for _ in range(600):
+        heard, _ = await handle.query("heard", result_type=tuple[list[Admission], bool])
+        if heard:
+            return heard
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{run_id} heard no answer in 60 s")

@@ -1,10 +1,20 @@
 """CapacityLedger: one long-lived workflow per capacity domain (a Docker host, a namespace).
 
 It holds the strict-FIFO queue of waiting runs and the reservations of running ones. Runs ask
-it through the `admit` update (their admission activity probes first and brings the reading);
-they give capacity back with the `release` signal, which pumps the head of the queue at once:
-the ledger signals the admitted run, which spawns on that signal. A slow periodic re-probe
-covers capacity freed outside Steward.
+it through the `ask_admission` signal (their admission activity probes first, brings the
+reading and starts the ledger with the signal if it is not running) and the ledger answers each
+ask with an `admission_answer` signal to the run (ask-by-signal-v1); they give capacity back
+with the `release` signal, which pumps the head of the queue at once: the ledger signals the
+admitted run, which spawns on that signal. A slow periodic re-probe covers capacity freed
+outside Steward.
+
+Why signals and not an update: Temporal takes at most 10 updates in flight per workflow and
+aborts those in flight at a continue-as-new, so 1,000 runs launched at once spent minutes
+refused and retried (bench.queue --runs 1000 never got them queued). Signals have no such limit
+and a burst of them is taken in a few workflow tasks. The answers go out at once, a batch at a
+time, never two to one run in a batch, so each run hears its signals in the order the ledger
+decided them (its answer before the pump's `admitted`). The `admit` update stays for runs
+started before the flag.
 
 Its history stays short (ledger-handover-v1): it continues as new every HANDOVER_EVENTS events
 (or sooner when Temporal suggests it), carrying the ledger, the last log lines and any admitted
@@ -16,6 +26,7 @@ with 1,000 runs launched at once a replay of thousands of events outlasted the w
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -32,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         Ledger,
         LedgerInput,
         LedgerView,
+        AdmissionAnswer,
         PendingAdmission,
         ProbeReading,
         ProbeRequest,
@@ -46,6 +58,7 @@ TASK_QUEUE = "steward-capacity"
 REPROBE_INTERVAL = timedelta(minutes=5)
 HANDOVER_EVENTS = 1_000  # ledger-handover-v1: continue as new past this many history events
 LOG_KEPT = 20  # log lines the view shows and a handover carries
+SIGNAL_BATCH = 200  # signals sent in one workflow task (ledger-answers-v1)
 
 
 @workflow.defn(name=WorkflowType.CAPACITY_LEDGER)
@@ -53,17 +66,17 @@ class CapacityLedger:
     @workflow.init
     def __init__(self, start: LedgerInput) -> None:
         self._ledger = start.ledger or Ledger(domain=start.domain)
-        self._to_signal: list[tuple[str, Admission]] = [
-            (p.run_id, p.admission) for p in start.pending
-        ]
+        self._to_signal: list[PendingAdmission] = list(start.pending)
         self._wake = False
         self._log: list[str] = list(start.log)
         self._short_history = False  # ledger-handover-v1 (read at the run's start)
+        self._at_once = False  # ledger-answers-v1 (read at the run's start)
         self._pumped_at = workflow.now()  # when the last pump ran (for its latency metric)
 
     @workflow.run
     async def run(self, start: LedgerInput) -> None:
         self._short_history = versions.ledger_hands_over_early()
+        self._at_once = versions.ledger_signals_at_once()
         while True:
             await self._signal_admitted()
             self._show()
@@ -87,7 +100,7 @@ class CapacityLedger:
             domain=self._ledger.domain,
             ledger=self._ledger,
             log=self._log[-LOG_KEPT:],
-            pending=[PendingAdmission(run_id=r, admission=a) for r, a in self._to_signal],
+            pending=list(self._to_signal),
         )
 
     def _history_full(self) -> bool:
@@ -97,8 +110,21 @@ class CapacityLedger:
         return self._short_history and info.get_current_history_length() >= HANDOVER_EVENTS
 
     # ---------------------------------------------------------------- commands
+    @workflow.signal(name=Signal.ASK_ADMISSION)
+    def ask_admission(self, request: AdmitRequest) -> None:
+        """A run's ask (ask-by-signal-v1): decided at once, answered by signal."""
+        answer = self._decide(request)
+        self._to_signal.append(
+            PendingAdmission(run_id=request.run_id, admission=answer, request_id=request.request_id)
+        )
+        self._wake = True
+
     @workflow.update
     def admit(self, request: AdmitRequest) -> Admission:
+        """The ask of a run started before ask-by-signal-v1."""
+        return self._decide(request)
+
+    def _decide(self, request: AdmitRequest) -> Admission:
         reading = request.reading
         if capacity.note_reading(self._ledger, reading) and reading is not None:
             self._note(f"bound {reading.limits} from {reading.source}")
@@ -147,23 +173,43 @@ class CapacityLedger:
             metrics.record(metrics.QUEUE_WAIT, max(0.0, waited), domain=self._ledger.domain)
             held = self._ledger.reservations[entry.run_id].footprint.resources
             self._to_signal.append(
-                (entry.run_id, Admission(granted=True, reason="pumped", resources=held))
+                PendingAdmission(
+                    run_id=entry.run_id,
+                    admission=Admission(granted=True, reason="pumped", resources=held),
+                )
             )
         self._wake = True
 
     async def _signal_admitted(self) -> None:
+        """Send what the ledger owes: at once, a batch at a time with one signal per run in a
+        batch (ledger-answers-v1), or one after the other (a ledger execution started before)."""
         while self._to_signal:
-            run_id, admission = self._to_signal.pop(0)
-            try:
-                await workflow.get_external_workflow_handle(run_id).signal(
-                    Signal.ADMITTED, admission
-                )
-                latency = (workflow.now() - self._pumped_at).total_seconds()
-                metrics.record(metrics.PUMP_LATENCY, latency, domain=self._ledger.domain)
-            except Exception:  # noqa: BLE001 - the run is gone: its place goes to the next
-                capacity.release(self._ledger, Release(run_id=run_id))
-                self._note(f"{run_id} ended before it was admitted; its capacity passes on")
-                self._pump()
+            if not self._at_once:
+                await self._send(self._to_signal.pop(0))
+                continue
+            batch, later, runs = [], [], set()
+            for owed in self._to_signal:
+                fits = owed.run_id not in runs and len(batch) < SIGNAL_BATCH
+                (batch if fits else later).append(owed)
+                runs.add(owed.run_id)
+            self._to_signal = later
+            await asyncio.gather(*(self._send(owed) for owed in batch))
+
+    async def _send(self, owed: PendingAdmission) -> None:
+        handle = workflow.get_external_workflow_handle(owed.run_id)
+        try:
+            if owed.request_id:
+                answer = AdmissionAnswer(request_id=owed.request_id, admission=owed.admission)
+                await handle.signal(Signal.ADMISSION_ANSWER, answer)
+                return
+            await handle.signal(Signal.ADMITTED, owed.admission)
+            latency = (workflow.now() - self._pumped_at).total_seconds()
+            metrics.record(metrics.PUMP_LATENCY, latency, domain=self._ledger.domain)
+        except Exception:  # noqa: BLE001 - the run is gone: its place goes to the next
+            capacity.withdraw(self._ledger, owed.run_id)
+            capacity.release(self._ledger, Release(run_id=owed.run_id))
+            self._note(f"{owed.run_id} ended before it was admitted; its capacity passes on")
+            self._pump()
 
     async def _reprobe(self) -> None:
         """Capacity freed outside Steward shows only in a probe: look again, slowly."""

@@ -120,6 +120,8 @@ class AdmitRequest(BaseModel):
     reading: ProbeReading | None = None  # the probe's reading at this decision
     host_queue: str = ""  # where the ledger's periodic re-probe runs
     probe: dict = Field(default_factory=dict)  # how to probe again (backend options)
+    # ask-by-signal-v1: the ask came as a signal; the ledger answers it by signal, echoing this.
+    request_id: str = ""
 
 
 class Admission(BaseModel):
@@ -390,9 +392,18 @@ class ProbeRequest(BaseModel):
 
 
 class PendingAdmission(BaseModel):
-    """A run the pump admitted that the ledger has yet to signal."""
+    """A signal the ledger owes a run: the pump admitted it (no request_id), or the answer to
+    the ask `request_id`."""
 
     run_id: str
+    admission: Admission
+    request_id: str = ""
+
+
+class AdmissionAnswer(BaseModel):
+    """The ledger's answer to a run's ask (ask-by-signal-v1)."""
+
+    request_id: str
     admission: Admission
 
 
@@ -421,7 +432,8 @@ class AdmissionCall(BaseModel):
 
 
 class AdmissionOutcome(BaseModel):
-    admission: Admission
+    # None when the activity asked by signal: the answer comes to the run as a signal.
+    admission: Admission | None = None
     reading: ProbeReading | None = None
     domain_id: str = ""
     event: dict | None = None  # a structured reason to wait (Kubernetes: quota exceeded)

@@ -62,7 +62,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from steward.workflows.names import Signal, WorkflowType
     from steward.workflows.policy import rulings
-    from steward.workflows.policy.capacity import Admission
+    from steward.workflows.policy.capacity import Admission, AdmissionAnswer
     from steward.workflows.policy.delta import AmendRequest, AmendResult
     from steward.workflows.policy.hosts import HostLost
     from steward.workflows.policy.rulings import RuleRequest, RuleResult
@@ -330,6 +330,11 @@ class EvalRun:
             return
         run_capacity.granted(ctx, admission, "pumped")
         ctx.wake = True
+
+    @workflow.signal(name=Signal.ADMISSION_ANSWER)
+    def admission_answer(self, answer: AdmissionAnswer) -> None:
+        """The ledger's answer to an ask (ask-by-signal-v1): the asking step takes it."""
+        self._ctx.admission_answers[answer.request_id] = answer.admission
 
     @workflow.query
     def scan_connections(self, key: str) -> int | None:

@@ -5,6 +5,8 @@ workflows/policy/admission.py; this module makes the calls."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -21,7 +23,12 @@ with workflow.unsafe.imports_passed_through():
         ProbeRequest,
         Release,
     )
+    from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_context import RunContext
+
+# A ledger answers within a workflow task or two; this long without one, it was reset or
+# terminated (or is replaying a long history): ask again.
+ANSWER_WAIT = timedelta(minutes=2)
 
 
 def queued(ctx: RunContext) -> bool:
@@ -48,17 +55,13 @@ async def admit(ctx: RunContext, door: Door, wanted: dict[str, int] | None = Non
     probe = ProbeRequest(
         backend=backend, workspace=ctx.workspace, namespace=ctx.settings.kubernetes_namespace
     )
-    outcome: AdmissionOutcome = await ctx.activity(
-        Activity.REQUEST_ADMISSION,
-        AdmissionCall(
-            probe=probe,
-            admit=AdmitRequest(
-                run_id=ctx.run_id, workspace=ctx.workspace, footprint=footprint, door=door
-            ),
-        ),
-        result_type=AdmissionOutcome,
-    )
+    ask = AdmitRequest(run_id=ctx.run_id, workspace=ctx.workspace, footprint=footprint, door=door)
+    if versions.asks_by_signal():
+        ask.request_id = str(workflow.uuid4())
+    outcome = await _ask(ctx, AdmissionCall(probe=probe, admit=ask))
     cap.probe = probe
+    if door != "escalation" and cap.admitted:
+        return  # the pump's `admitted` came with the answer and was taken first: nothing to do
     step = admission.read_answer(cap, door, outcome, footprint, workflow.now())
     if step.verdict == "queued":
         state.phase = "queued"
@@ -67,6 +70,27 @@ async def admit(ctx: RunContext, door: Door, wanted: dict[str, int] | None = Non
         granted(ctx, outcome.admission, door)
     elif step.verdict == "queued":
         await ctx.publish_state()
+
+
+async def _ask(ctx: RunContext, call: AdmissionCall) -> AdmissionOutcome:
+    """The ledger's answer: in the activity's result (asked by update), or by signal
+    (ask-by-signal-v1), asking again if none comes (a ledger reset or terminated meanwhile;
+    asking twice is harmless: the ledger keeps one entry per run)."""
+    ask_id = call.admit.request_id
+    while True:
+        outcome: AdmissionOutcome = await ctx.activity(
+            Activity.REQUEST_ADMISSION, call, result_type=AdmissionOutcome
+        )
+        if not ask_id:
+            return outcome
+        try:
+            await workflow.wait_condition(
+                lambda: ask_id in ctx.admission_answers, timeout=ANSWER_WAIT
+            )
+        except TimeoutError:
+            continue
+        answer = ctx.admission_answers.pop(ask_id)
+        return outcome.model_copy(update={"admission": answer})
 
 
 def granted(ctx: RunContext, answer: Admission, how: str) -> None:

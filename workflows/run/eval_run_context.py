@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from steward.workflows.names import Activity, SearchKey
     from steward.workflows.policy import notices, rulings
+    from steward.workflows.policy.capacity import Admission
     from steward.workflows.run import eval_run_metrics
     from steward.workflows.run.eval_run_state import (
         effective_interval,
@@ -69,6 +70,7 @@ class RunContext:
         self.scan_counter = 0  # names each scan for its query
         self.scan_outcomes: list[Any] = []  # finished scans the next tend takes in
         self.probes: dict[str, asyncio.Task[None]] = {}  # class id -> its deferral's probing
+        self.admission_answers: dict[str, Admission] = {}  # ask id -> the ledger's answer
 
     @property
     def settings(self) -> RunSettings:

@@ -88,6 +88,8 @@ HOSTS_AT_ONCE = "hosts-at-once-v1"
 HOST_CHECK = "host-check-v1"
 READ_AHEAD = "read-ahead-v1"
 LEDGER_HANDOVER = "ledger-handover-v1"  # the CapacityLedger's, not EvalRun's
+LEDGER_ANSWERS = "ledger-answers-v1"  # the CapacityLedger's, not EvalRun's
+ASK_BY_SIGNAL = "ask-by-signal-v1"
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,16 @@ LIVE = (
     LiveFlag(
         LEDGER_HANDOVER,
         "a capacity ledger continues as new every 1,000 history events",
+        _NEXT_RELEASE,
+    ),
+    LiveFlag(
+        LEDGER_ANSWERS,
+        "a capacity ledger sends what it owes runs at once, a batch at a time",
+        _NEXT_RELEASE,
+    ),
+    LiveFlag(
+        ASK_BY_SIGNAL,
+        "a run asks its capacity ledger by signal and waits for the answer signal",
         _NEXT_RELEASE,
     ),
     LiveFlag(HOSTS_AT_ONCE, "a tend observes the other hosts at once", _NEXT_RELEASE),
@@ -212,6 +224,20 @@ def ledger_hands_over_early() -> bool:
     (thousands of events later). A ledger execution started before it keeps handing over
     when suggested; its next execution takes the new branch."""
     return workflow.patched(LEDGER_HANDOVER)
+
+
+def ledger_signals_at_once() -> bool:
+    """ledger-answers-v1, read at a CapacityLedger execution's start: the signals it owes runs
+    (answers, pumped admissions) go out at once, a batch at a time, not one workflow task after
+    another; an execution started before it sends them one by one."""
+    return workflow.patched(LEDGER_ANSWERS)
+
+
+def asks_by_signal() -> bool:
+    """ask-by-signal-v1, read at each admission: the run's activity signals the ledger (no
+    update: Temporal takes 10 in flight per workflow) and the run waits for the ledger's answer
+    signal. A run that asked by update replays with the answer in the activity's result."""
+    return workflow.patched(ASK_BY_SIGNAL)
 
 
 def asks_hosts_at_once() -> bool:
