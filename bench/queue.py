@@ -211,7 +211,12 @@ def main() -> None:
     if total:
         table.add_row("pump latency p50 (release -> spawn)", f"{p50(total):.3f} s")
         table.add_row("pump latency p95", f"{p95(total):.3f} s")
-        table.add_row("pump latency max", f"{max(total):.3f} s")
+        slowest = total.index(max(total))
+        table.add_row(
+            "pump latency max (which pump: ledger / run part)",
+            f"{max(total):.3f} s (#{slowest + 1}: {ledger[slowest]:.3f} / {run[slowest]:.3f} s)",
+        )
+        table.add_row("pumps over 1 s", str(sum(1 for t in total if t > 1.0)))
         table.add_row(
             "  of which ledger p50 / p95 (release -> admitted)",
             f"{p50(ledger):.3f} s / {p95(ledger):.3f} s",
@@ -235,6 +240,7 @@ def main() -> None:
         "pump_p50_s": _figure(total, p50),
         "pump_p95_s": _figure(total, p95),
         "pump_max_s": _figure(total, max),
+        "pumps_over_1s": sum(1 for t in total if t > 1.0),
         "ledger_p50_s": _figure(ledger, p50),
         "run_p50_s": _figure(run, p50),
         "ledger_history_events": history["events"],

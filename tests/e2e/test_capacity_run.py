@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.helpers import Steward, fetch_history, make_workspace, pid_alive, replay, wait_for
+from steward.workflows.names import Signal
 
 
 def _capacity_workspace(steward: Steward, root: Path, name: str, hold: Path) -> Path:
@@ -147,10 +148,18 @@ def test_three_runs_queue_pump_and_cancel(steward, workspace_root):
     refused = steward("runs", "delete", str(first))
     assert refused.code == 2 and "sign it off" in refused.stderr
 
-    # Both sides of the queue replay deterministically (a non-determinism error fails).
+    # Both sides of the queue replay deterministically (a non-determinism error fails); recorded
+    # as this release's shapes (asked and answered by signal), beside the older ones.
     pumped_history = fetch_history(steward, queued["workflow_id"])
-    replay(pumped_history, record_as="eval_run_capacity_v1")
-    replay(fetch_history(steward, domain), record_as="capacity_ledger_v1")
+    replay(pumped_history, record_as="eval_run_ask_by_signal_v1")
+    replay(fetch_history(steward, domain), record_as="capacity_ledger_answers_v1")
+    # ask-by-signal-v1: the queued run heard the ledger's answer, then the pump's admission.
+    heard = [
+        e.workflow_execution_signaled_event_attributes.signal_name
+        for e in pumped_history.events
+        if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    assert heard.index(Signal.ADMISSION_ANSWER) < heard.index(Signal.ADMITTED), heard
     # read-ahead-v1: the admitted run's first tend asked for its options and its first budget
     # beside its observe (one workflow task scheduled all three), so it spawned a round sooner.
     first_scheduled: dict[str, int] = {}

@@ -88,7 +88,9 @@ class CapacityLedger:
                 )
             except TimeoutError:
                 await self._reprobe()
-            if self._history_full() and not self._to_signal:
+            # What is still owed rides along (ledger-answers-v1: a burst of asks never ends
+            # between two batches, and would grow one history without bound).
+            if self._history_full() and (self._at_once or not self._to_signal):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
                     self._handover(), task_queue=TASK_QUEUE if self._short_history else None
@@ -194,6 +196,8 @@ class CapacityLedger:
                 runs.add(owed.run_id)
             self._to_signal = later
             await asyncio.gather(*(self._send(owed) for owed in batch))
+            if self._history_full():
+                return  # hand over; the next execution sends the rest first
 
     async def _send(self, owed: PendingAdmission) -> None:
         handle = workflow.get_external_workflow_handle(owed.run_id)
