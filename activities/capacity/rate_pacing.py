@@ -13,6 +13,14 @@ transport, which the OpenAI and Anthropic clients Inspect builds send through:
   shared state: the limits in requests and tokens per minute, the tokens a request uses, a
   429's retry-after.
 
+Where the worker's adaptive connections are Steward's share of the run's budget
+(PACED_CONNECTIONS_ENV) and the endpoint is paced, the request's controller is lifted to its
+ceiling instead of climbing there by Inspect's slow start (a round of answers per doubling,
+~2 s a round at 2 s latency): the schedule, not the connections, holds the fleet inside the
+limit, so the ramp's rounds only cost time. The ceiling stays the budget's share, and a
+controller cooling down after a 429 is left to its cooldown. A definition's own connection
+settings are not Steward's share: their controllers are never lifted.
+
 The state stays after the run: the next run against the endpoint paces its first request at
 what was learned. `budgets()` reads every endpoint's state, for status and metrics.
 """
@@ -30,7 +38,7 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from steward.activities.processes.runner_launch import RATE_LIMITS_ENV
+from steward.activities.processes.runner_launch import PACED_CONNECTIONS_ENV, RATE_LIMITS_ENV
 from steward.workflows.policy import rate_limits
 from steward.workflows.policy.rate_limits import PaceState
 
@@ -157,6 +165,36 @@ def _tokens(response) -> int | None:  # type: ignore[no-untyped-def]
     return sum(p for p in parts if isinstance(p, int)) or None
 
 
+def lift_to_ceiling(controller) -> bool:  # type: ignore[no-untyped-def]
+    """Raise an adaptive connection controller's limit to its ceiling (`max`), unless it is
+    there already or cooling down after a rate-limit cut. True if it moved."""
+    top = getattr(controller, "max", None)
+    current = getattr(controller, "concurrency", None)
+    if not isinstance(top, int) or not isinstance(current, int) or current >= top:
+        return False
+    if time.monotonic() < getattr(controller, "_cooldown_until", 0.0):
+        return False
+    set_limit = getattr(controller, "_set_limit", None)
+    if set_limit is None:  # an Inspect without it: the controller climbs on its own
+        return False
+    set_limit(top, "manual")
+    return True
+
+
+def _lift_active_controller() -> None:
+    """The controller of the model call this request belongs to (Inspect sets it for the
+    call's context), lifted where the worker's connections are Steward's share."""
+    if os.environ.get(PACED_CONNECTIONS_ENV) != "1":
+        return
+    try:
+        from inspect_ai.util._concurrency import _active_controller
+    except ImportError:
+        return
+    controller = _active_controller.get()
+    if controller is not None:
+        lift_to_ceiling(controller)
+
+
 def install() -> None:
     """Wrap the async transports of httpx and httpx2 (the OpenAI and Anthropic clients send
     through one of them) in this process, once. It paces only while RATE_LIMITS_ENV is set,
@@ -197,8 +235,10 @@ def _paced(original):  # type: ignore[no-untyped-def]
             at, paced = await schedule.due(endpoint, now)
             if not paced:
                 unpaced_until[endpoint] = now + UNPACED_RECHECK_S
-            elif at > time.time():
-                await anyio.sleep(at - time.time())
+            else:
+                _lift_active_controller()
+                if at > time.time():
+                    await anyio.sleep(at - time.time())
         response = await original(self, request)
         reading = rate_limits.read_headers(response.headers, datetime.now(UTC))
         if reading is None:
@@ -207,6 +247,8 @@ def _paced(original):  # type: ignore[no-untyped-def]
             reading.retry_after_s = None  # only a refusal's retry-after holds the fleet
         if reading.units:
             unpaced_until.pop(endpoint, None)  # a limit stated: pace from the next request
+            if response.status_code not in (429, 529):
+                _lift_active_controller()
         tokens = None
         if response.status_code == 200 and "json" in response.headers.get("content-type", ""):
             await response.aread()

@@ -19,6 +19,7 @@ from steward.activities.logs.log_owners import OWNER_ENV, Claim, Disowned, take
 from steward.activities.logs.paths import write_atomic
 from steward.activities.processes.control_socket import socket_path
 from steward.activities.processes.runner_launch import (
+    PACED_CONNECTIONS_ENV,
     runner_launch,
     selection_document,
     worker_steering,
@@ -173,6 +174,8 @@ def spawn_worker_sync(request: SpawnRequest) -> WorkerProcess:
             record_path.unlink(missing_ok=True)
             raise ApplicationError(str(err), non_retryable=True) from err
         env[OWNER_ENV] = claim.to_env()
+    if request.connections is not None:
+        env[PACED_CONNECTIONS_ENV] = "1"
     pid = _start(command, env, request.workspace, output)
     worker = WorkerProcess(
         worker_id=request.worker_id,

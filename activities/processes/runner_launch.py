@@ -41,6 +41,9 @@ WORKER_ENV = "STEWARD_WORKER"  # "1": approvals sent to a human are answered thr
 APPROVALS_DIR_ENV = "STEWARD_APPROVALS_DIR"  # where those approvals are asked and answered
 # The endpoints' shared pacing states (activities/capacity/rate_pacing.py), in the data dir
 RATE_LIMITS_ENV = "STEWARD_RATE_LIMITS"
+# "1": the worker's adaptive connections are Steward's share of the run's budget (not the
+# definition's own), so where pacing holds the rate they may skip Inspect's slow start
+PACED_CONNECTIONS_ENV = "STEWARD_PACED_CONNECTIONS"
 
 # The start of the runner's own refusal on stderr (a bad `.env`, an empty task list): capture
 # shows the sentence after it as it is, not as a failure of the user's code.
@@ -54,6 +57,7 @@ STEERING_ENV = (
     WORKER_ENV,
     APPROVALS_DIR_ENV,
     RATE_LIMITS_ENV,
+    PACED_CONNECTIONS_ENV,
 )
 
 
