@@ -176,7 +176,7 @@ def test_the_run_keeps_what_its_last_look_saw_and_status_says_it_in_the_provider
     run_policy.apply_observation(run, Observation(rate_limits=[budget(state)]), stall_after=3)
     assert connection_lines(run) == [
         "rate limit http://127.0.0.1:8000/echo: 2400 requests/min (openai-style headers; paced "
-        "at 98%, 50 tokens a request)"
+        "at 99%, 50 tokens a request)"
     ]
     run_policy.apply_observation(run, Observation(), stall_after=3)  # a look that saw none
     assert run.rate_limits[0].value == 2400
