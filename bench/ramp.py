@@ -153,6 +153,7 @@ def measure(case: Case, result: dict, stats: dict, trace) -> dict:  # type: igno
         if rate_shape
         else trace.at_share_of_capacity_after(result["work_start"], case.concurrency),
         scan_rps=trace.scan_rate(),
+        trace_points=list(trace.points),
     )
     result["ratio_to_capacity"] = result["rps"] / capacity
     result["scan_full_rps"], result["scanned_after_last"] = trace.scan_rate_after(
@@ -252,6 +253,12 @@ def main() -> None:
     parser.add_argument(
         "--shapes", default="cap,rpm,tpm,cpu", help="which cases to run, comma-separated"
     )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        default=None,
+        help="write each way's simulator trace and marks (start, work start) to this JSON file",
+    )
     args = parser.parse_args()
     chosen = args.shapes.split(",")
     root = Path(tempfile.mkdtemp(prefix="steward-ramp-bench-"))
@@ -262,6 +269,8 @@ def main() -> None:
                 runs.append((case, run_case(root, case)))
                 out.print(table(case, runs[-1][1]))  # as each case ends: a later one may fail
         plot(runs, args.plot)
+        if args.trace is not None:
+            write_trace(runs, args.trace)
     finally:
         if args.keep:
             out.print(f"workspaces kept in {root}")
@@ -282,6 +291,27 @@ def main() -> None:
     if "cap" in by_name and "cpu" in by_name:
         figures.update(today_keys(*by_name["cap"], *by_name["cpu"]))
     print(json.dumps(figures))
+
+
+def write_trace(runs: list[tuple[Case, dict[str, dict]]], path: Path) -> None:
+    """Each way's trace as the simulator counted it (seconds since the simulator started or
+    was reset, served, in flight, 429s, scanner prompts) beside the command's start and its
+    work's start, for looking at where a run's time went."""
+    path.write_text(
+        json.dumps(
+            {
+                case.name: {
+                    way: {
+                        "start": r["start"],
+                        "work_start": r["work_start"],
+                        "points": r["trace_points"],
+                    }
+                    for way, r in results.items()
+                }
+                for case, results in runs
+            }
+        )
+    )
 
 
 def shape_keys(runs: list[tuple[Case, dict[str, dict]]]) -> dict:
