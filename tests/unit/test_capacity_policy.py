@@ -261,3 +261,37 @@ def test_what_a_ledger_of_1000_queued_runs_carries_over_a_handover_is_under_1_mb
     )
     size = len(carried.model_dump_json().encode())
     assert size < 1_000_000, size
+
+
+# ---------------------------------------------------------------- what the ledger owes runs
+def _owed(run: str, request_id: str = "", granted: bool = False, position: int | None = None):
+    from steward.workflows.policy.capacity import Admission, PendingAdmission
+
+    reason = "pumped" if granted and not request_id else ""
+    return PendingAdmission(
+        run_id=run,
+        request_id=request_id,
+        admission=Admission(granted=granted, position=position, reason=reason),
+    )
+
+
+def test_a_pumped_admission_goes_ahead_of_the_answers_but_behind_earlier_admissions():
+    owed = [_owed("a", granted=True), _owed("x", "ask-x", position=3), _owed("y", "ask-y")]
+    capacity.owe_admission(owed, _owed("b", granted=True))
+    assert [o.run_id for o in owed] == ["a", "b", "x", "y"]
+    capacity.owe_admission(owed, _owed("c", granted=True))
+    assert [o.run_id for o in owed] == ["a", "b", "c", "x", "y"]
+
+
+def test_a_run_whose_answer_is_still_owed_is_answered_with_its_admission():
+    owed = [_owed("x", "ask-x", position=1), _owed("y", "ask-y", position=2)]
+    capacity.owe_admission(owed, _owed("x", granted=True))
+    assert [(o.run_id, o.request_id) for o in owed] == [("x", "ask-x"), ("y", "ask-y")]
+    assert owed[0].admission.granted and owed[0].admission.reason == "pumped"
+    assert not owed[1].admission.granted
+
+
+def test_with_nothing_owed_an_admission_is_simply_owed():
+    owed: list = []
+    capacity.owe_admission(owed, _owed("a", granted=True))
+    assert [o.run_id for o in owed] == ["a"]

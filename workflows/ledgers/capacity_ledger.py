@@ -39,11 +39,11 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.policy import capacity
     from steward.workflows.policy.capacity import (
         Admission,
+        AdmissionAnswer,
         AdmitRequest,
         Ledger,
         LedgerInput,
         LedgerView,
-        AdmissionAnswer,
         PendingAdmission,
         ProbeReading,
         ProbeRequest,
@@ -58,7 +58,9 @@ TASK_QUEUE = "steward-capacity"
 REPROBE_INTERVAL = timedelta(minutes=5)
 HANDOVER_EVENTS = 1_000  # ledger-handover-v1: continue as new past this many history events
 LOG_KEPT = 20  # log lines the view shows and a handover carries
-SIGNAL_BATCH = 200  # signals sent in one workflow task (ledger-answers-v1)
+# Signals sent in one workflow task (ledger-answers-v1). The server delivers ~50 a second here,
+# so a batch takes about a second, the longest a pumped admission waits behind answers.
+SIGNAL_BATCH = 50
 
 
 @workflow.defn(name=WorkflowType.CAPACITY_LEDGER)
@@ -174,13 +176,19 @@ class CapacityLedger:
             waited = (now - entry.arrived_at).total_seconds()
             metrics.record(metrics.QUEUE_WAIT, max(0.0, waited), domain=self._ledger.domain)
             held = self._ledger.reservations[entry.run_id].footprint.resources
-            self._to_signal.append(
+            self._owe(
                 PendingAdmission(
                     run_id=entry.run_id,
                     admission=Admission(granted=True, reason="pumped", resources=held),
                 )
             )
         self._wake = True
+
+    def _owe(self, admitted: PendingAdmission) -> None:
+        if self._at_once:
+            capacity.owe_admission(self._to_signal, admitted)
+        else:
+            self._to_signal.append(admitted)
 
     async def _signal_admitted(self) -> None:
         """Send what the ledger owes: at once, a batch at a time with one signal per run in a
@@ -205,8 +213,10 @@ class CapacityLedger:
             if owed.request_id:
                 answer = AdmissionAnswer(request_id=owed.request_id, admission=owed.admission)
                 await handle.signal(Signal.ADMISSION_ANSWER, answer)
+            else:
+                await handle.signal(Signal.ADMITTED, owed.admission)
+            if owed.admission.reason != "pumped":
                 return
-            await handle.signal(Signal.ADMITTED, owed.admission)
             latency = (workflow.now() - self._pumped_at).total_seconds()
             metrics.record(metrics.PUMP_LATENCY, latency, domain=self._ledger.domain)
         except Exception:  # noqa: BLE001 - the run is gone: its place goes to the next

@@ -407,6 +407,20 @@ class AdmissionAnswer(BaseModel):
     admission: Admission
 
 
+def owe_admission(owed: list[PendingAdmission], admitted: PendingAdmission) -> None:
+    """Put a pumped admission among the signals the ledger owes (ledger-answers-v1): ahead of
+    the answers, so after a burst of asks a release does not wait behind hundreds of them, and
+    behind the admissions owed before it (the queue's order). A run whose answer is still owed
+    is answered with its admission instead: it never hears it was queued, and never hears two
+    things out of order."""
+    for signal in owed:
+        if signal.run_id == admitted.run_id and signal.request_id:
+            signal.admission = admitted.admission
+            return
+    answers = [i for i, signal in enumerate(owed) if signal.request_id]
+    owed.insert(answers[0] if answers else len(owed), admitted)
+
+
 class LedgerInput(BaseModel):
     domain: str
     ledger: Ledger | None = None  # carried over continue-as-new

@@ -67,7 +67,9 @@ async def admit(ctx: RunContext, door: Door, wanted: dict[str, int] | None = Non
         state.phase = "queued"
     ctx.journal_events(step.events)
     if step.verdict == "granted":
-        granted(ctx, outcome.admission, door)
+        answer = outcome.admission
+        # A run pumped before its answer went out is answered with its admission.
+        granted(ctx, answer, "pumped" if answer.reason == "pumped" else door)
     elif step.verdict == "queued":
         await ctx.publish_state()
 
