@@ -17,8 +17,10 @@ Where the worker's adaptive connections are Steward's share of the run's budget
 (PACED_CONNECTIONS_ENV) and the endpoint is paced, the request's controller is lifted to its
 ceiling instead of climbing there by Inspect's slow start (a round of answers per doubling,
 ~2 s a round at 2 s latency): the schedule, not the connections, holds the fleet inside the
-limit, so the ramp's rounds only cost time. The ceiling stays the budget's share, and a
-controller cooling down after a 429 is left to its cooldown. A definition's own connection
+limit, so the ramp's rounds only cost time; where a tokens limit is stated, only once the
+schedule has counted enough answers' tokens to pace it (rate_limits.settled: let loose at
+the requests limit alone, the fleet overran the tokens one). The ceiling stays the budget's
+share, and a controller cooling down after a 429 is left to its cooldown. A definition's own connection
 settings are not Steward's share: their controllers are never lifted.
 
 The state stays after the run: the next run against the endpoint paces its first request at
@@ -118,11 +120,13 @@ class SharedSchedule:
         finally:
             fcntl.flock(file, fcntl.LOCK_UN)
 
-    async def due(self, endpoint: str, now: float) -> tuple[float, bool]:
-        """When a request asked for at `now` goes, and whether the endpoint is paced at all."""
+    async def due(self, endpoint: str, now: float) -> tuple[float, bool, bool]:
+        """When a request asked for at `now` goes, whether the endpoint is paced at all, and
+        whether its pacing is settled (rate_limits.settled)."""
         async with self.astate(endpoint) as state:
             at = rate_limits.schedule(state, now)
-            return at, rate_limits.interval(state) is not None or state.held_until > now
+            paced = rate_limits.interval(state) is not None or state.held_until > now
+            return at, paced, rate_limits.settled(state)
 
     async def observe(
         self,
@@ -130,11 +134,13 @@ class SharedSchedule:
         reading: rate_limits.RateLimitReading | None,
         now: float,
         tokens: int | None,
-    ) -> None:
+    ) -> bool:
+        """Learn from an answer; True once the endpoint's pacing is settled."""
         if reading is None:  # no limit stated: nothing to learn (tokens count once one is)
-            return
+            return False
         async with self.astate(endpoint) as state:
             rate_limits.observe(state, reading, now, tokens)
+            return rate_limits.settled(state)
 
 
 def read_budgets(directory: Path) -> list[rate_limits.RateLimitBudget]:
@@ -232,11 +238,12 @@ def _paced(original):  # type: ignore[no-untyped-def]
         )
         now = time.time()
         if unpaced_until.get(endpoint, 0.0) <= now:
-            at, paced = await schedule.due(endpoint, now)
+            at, paced, settled = await schedule.due(endpoint, now)
             if not paced:
                 unpaced_until[endpoint] = now + UNPACED_RECHECK_S
             else:
-                _lift_active_controller()
+                if settled:
+                    _lift_active_controller()
                 if at > time.time():
                     await anyio.sleep(at - time.time())
         response = await original(self, request)
@@ -247,13 +254,13 @@ def _paced(original):  # type: ignore[no-untyped-def]
             reading.retry_after_s = None  # only a refusal's retry-after holds the fleet
         if reading.units:
             unpaced_until.pop(endpoint, None)  # a limit stated: pace from the next request
-            if response.status_code not in (429, 529):
-                _lift_active_controller()
         tokens = None
         if response.status_code == 200 and "json" in response.headers.get("content-type", ""):
             await response.aread()
             tokens = _tokens(response)
-        await schedule.observe(endpoint, reading, time.time(), tokens)
+        settled = await schedule.observe(endpoint, reading, time.time(), tokens)
+        if settled and response.status_code not in (429, 529):
+            _lift_active_controller()
         return response
 
     handle_async_request.__wrapped__ = original  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ import pytest
 from steward.workflows.policy.rate_limits import (
     BURST_S,
     PACE_SHARE,
+    SETTLE_ANSWERS,
     PaceState,
     binding_unit,
     budget_view,
@@ -20,6 +21,7 @@ from steward.workflows.policy.rate_limits import (
     parse_retry_after,
     read_headers,
     schedule,
+    settled,
 )
 
 NOW = datetime(2026, 12, 5, 15, 40, 0, tzinfo=UTC)
@@ -139,6 +141,31 @@ def test_tokens_bind_when_requests_are_large():
     view = budget_view(state)
     # 2400 requests of 20 tokens are 48,000 tokens a minute: now requests bind
     assert (view["unit"], view["value"]) == ("requests/min", 2400)
+
+
+def test_a_tokens_limit_is_settled_only_once_enough_answers_told_the_tokens_a_request_uses():
+    # Until then the schedule knows only the requests limit: a fleet lifted to its connection
+    # ceiling at that rate overran the tokens limit (the bench's tokens shape, 1.7 % 429s).
+    state = PaceState(endpoint="e")
+    observe(state, read_headers(OPENAI_ANSWER, NOW), now=0.0, tokens=None)  # a 429's headers
+    assert interval(state) is not None and not settled(state)
+    answers = [100, 300] * SETTLE_ANSWERS
+    for i, tokens in enumerate(answers[: SETTLE_ANSWERS - 1]):
+        observe(state, read_headers(OPENAI_ANSWER, NOW), now=float(i), tokens=tokens)
+        assert not settled(state)
+    observe(state, read_headers(OPENAI_ANSWER, NOW), now=9.0, tokens=300)
+    assert settled(state)
+    # The first answers' plain mean, not the first answer's tokens nudged
+    assert state.tokens_per_request == pytest.approx(200.0)
+    requests_only = PaceState(endpoint="e")
+    observe(
+        requests_only,
+        read_headers({"x-ratelimit-limit-requests": "2400"}, NOW),
+        now=0.0,
+        tokens=None,
+    )
+    assert settled(requests_only)  # nothing else to learn
+    assert not settled(PaceState(endpoint="e"))  # nothing known: not paced at all
 
 
 def test_an_account_emptier_than_assumed_holds_the_schedule_and_a_429_too():

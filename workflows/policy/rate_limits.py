@@ -31,6 +31,7 @@ PACE_SHARE = 0.99  # of the binding limit the fleet is paced at (1 %: the clocks
 BURST_S = 1.0  # after a pause, this many seconds' worth of requests go at once
 RESERVE = 0.02  # `remaining` below this share of the limit holds the schedule
 TOKENS_EWMA = 0.05  # weight of one answer in the tokens-per-request average
+SETTLE_ANSWERS = 10  # answers counted before a tokens limit's pacing is taken as settled
 UNITS = ("requests", "tokens")
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
@@ -58,6 +59,7 @@ class PaceState(BaseModel):
     limits: dict[str, int] = Field(default_factory=dict)  # unit -> limit per minute
     style: str | None = None
     tokens_per_request: float | None = None
+    token_answers: int = 0  # answers whose tokens the average has counted
     due: float = 0.0  # epoch seconds: when the next request is due
     held_until: float = 0.0  # a correction or a 429 holds every request until then
     sent: int = 0
@@ -161,6 +163,15 @@ def interval(state: PaceState) -> float | None:
     return max(gaps) if gaps else None
 
 
+def settled(state: PaceState) -> bool:
+    """Whether the schedule paces every limit the provider stated: a tokens limit only once
+    SETTLE_ANSWERS answers have told the tokens a request uses (until then the schedule knows
+    only the requests limit, and a fleet let loose at that rate overruns the tokens one)."""
+    if interval(state) is None:
+        return False
+    return not state.limits.get("tokens") or state.token_answers >= SETTLE_ANSWERS
+
+
 def binding_unit(state: PaceState) -> str | None:
     """The unit whose limit paces the fleet now."""
     requests = state.limits.get("requests")
@@ -191,9 +202,13 @@ def observe(state: PaceState, reading: RateLimitReading, now: float, tokens: int
     for the retry-after)."""
     state.observed_at = now
     if tokens:
+        # The plain mean of the first answers (one answer's tokens may be half or twice the
+        # run's), then a moving average.
         previous = state.tokens_per_request
+        state.token_answers += 1
+        weight = max(TOKENS_EWMA, 1.0 / state.token_answers)
         state.tokens_per_request = (
-            float(tokens) if previous is None else previous + TOKENS_EWMA * (tokens - previous)
+            float(tokens) if previous is None else previous + weight * (tokens - previous)
         )
     if reading.style != "retry-after":
         state.style = reading.style
