@@ -8,7 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from harness.helpers import make_workspace, read_journal, wait_for
+from harness.helpers import make_workspace, read_journal, temporal_client, wait_for
 from harness.receiver import Receiver
 
 APPROVAL_DEFINITION = """from inspect_ai import Task, eval_set, task
@@ -60,12 +60,14 @@ eval_set(tasks=[gated()], model="steward/offline")
 
 
 def _tend_directly(steward, workflow_id: str) -> None:
-    from temporalio.client import Client, WorkflowUpdateFailedError
+    from temporalio.client import WorkflowUpdateFailedError
 
     from steward.workflows.run.eval_run import EvalRun
 
     async def go() -> None:
-        client = await Client.connect(f"127.0.0.1:{steward.env['STEWARD_TEMPORAL_PORT']}")
+        # Steward's converter: the default one reads the update's pydantic answer through
+        # pydantic's deprecated parse_obj (a warning in every run of this test).
+        client = await temporal_client(steward)
         try:
             await client.get_workflow_handle(workflow_id).execute_update(EvalRun.tend)
         except WorkflowUpdateFailedError as err:
