@@ -46,7 +46,8 @@ from steward.workflows.contracts import WORKFLOW_TASK_QUEUE, RunInput, RunSettin
 from steward.workflows.ledgers.capacity_ledger import TASK_QUEUE as LEDGER_TASK_QUEUE
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
 from steward.workflows.names import WorkflowType
-from steward.workflows.policy.capacity import LedgerInput, domain_id
+from steward.workflows.policy.capacity import domain_id
+from steward.workflows.policy.capacity_contracts import LedgerInput
 from steward.workflows.run.eval_run import EvalRun
 
 QUEUE = "steward-bench"

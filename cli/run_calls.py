@@ -42,7 +42,7 @@ from steward.workflows.payload_limits import (
     largest_field,
     oversize_send_sentence,
 )
-from steward.workflows.policy.capacity import LedgerView
+from steward.workflows.policy.capacity_contracts import LedgerView
 from steward.workflows.policy.worker_watch import with_live_progress
 from steward.workflows.run.eval_run import EvalRun
 

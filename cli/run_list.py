@@ -13,7 +13,7 @@ from steward.worker import deleted_runs
 from steward.worker.connect import Target
 from steward.workflows.contracts import CancelRequest
 from steward.workflows.names import SearchKey, WorkflowType
-from steward.workflows.policy.capacity import LedgerView
+from steward.workflows.policy.capacity_contracts import LedgerView
 from steward.workflows.run.eval_run import EvalRun
 
 

@@ -22,13 +22,12 @@ from steward.activities.workspace.options import OptionsError, load_options
 from steward.workflows.ledgers.capacity_ledger import TASK_QUEUE as LEDGER_TASK_QUEUE
 from steward.workflows.ledgers.capacity_ledger import CapacityLedger
 from steward.workflows.names import Activity, Signal
-from steward.workflows.policy.capacity import (
+from steward.workflows.policy.capacity import ProbeReading, domain_id
+from steward.workflows.policy.capacity_contracts import (
     AdmissionCall,
     AdmissionOutcome,
     LedgerInput,
-    ProbeReading,
     ProbeRequest,
-    domain_id,
 )
 
 log = structlog.get_logger("steward.capacity")

@@ -24,13 +24,15 @@ from steward.workflows.ledgers.capacity_ledger import CapacityLedger
 from steward.workflows.names import Signal
 from steward.workflows.policy.capacity import (
     Admission,
-    AdmissionAnswer,
     AdmitRequest,
     Footprint,
-    LedgerInput,
-    PendingAdmission,
     ProbeReading,
     Release,
+)
+from steward.workflows.policy.capacity_contracts import (
+    AdmissionAnswer,
+    LedgerInput,
+    PendingAdmission,
 )
 
 WAITERS = "handover-test-runs"

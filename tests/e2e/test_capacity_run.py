@@ -44,7 +44,7 @@ def _ledger(steward: Steward, domain_id: str) -> dict:
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from steward.workflows.ledgers.capacity_ledger import CapacityLedger
-    from steward.workflows.policy.capacity import LedgerView
+    from steward.workflows.policy.capacity_contracts import LedgerView
 
     async def go() -> LedgerView:
         client = await Client.connect(

@@ -5,13 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from steward.workflows.policy.admission import grant, read_answer
-from steward.workflows.policy.capacity import (
-    Admission,
-    AdmissionOutcome,
-    CapacityState,
-    Footprint,
-    ProbeReading,
-)
+from steward.workflows.policy.capacity import Admission, Footprint, ProbeReading
+from steward.workflows.policy.capacity_contracts import AdmissionOutcome, CapacityState
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 FOOTPRINT = Footprint(resources={"docker.cpu": 4.0}, memory_gi=8.0)

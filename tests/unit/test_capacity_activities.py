@@ -10,7 +10,8 @@ from harness.fake_docker import FakeContainer
 from harness.fake_kubernetes import FakeKubernetes, write_kubeconfig
 from steward.activities.capacity.capacity import probe
 from steward.activities.capacity.probe_kubernetes import quota_event
-from steward.workflows.policy.capacity import GI, ProbeRequest
+from steward.workflows.policy.capacity import GI
+from steward.workflows.policy.capacity_contracts import ProbeRequest
 
 
 def _inspect_sandbox(name: str) -> FakeContainer:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from steward.workflows.policy import capacity, ramp
+from steward.workflows.policy import capacity, capacity_contracts, ramp
 from steward.workflows.policy.capacity import (
     AdmitRequest,
     Footprint,
@@ -248,12 +248,12 @@ def test_what_a_ledger_of_1000_queued_runs_carries_over_a_handover_is_under_1_mb
         )
     assert len(ledger.queue) == 1_000
     pending = [
-        capacity.PendingAdmission(
+        capacity_contracts.PendingAdmission(
             run_id=f"run-{i}", admission=capacity.Admission(granted=True, resources={"pods": 4})
         )
         for i in range(2)
     ]
-    carried = capacity.LedgerInput(
+    carried = capacity_contracts.LedgerInput(
         domain=ledger.domain,
         ledger=ledger,
         log=["2026-12-05T10:00:00 " + "x" * 200] * 20,
@@ -265,7 +265,8 @@ def test_what_a_ledger_of_1000_queued_runs_carries_over_a_handover_is_under_1_mb
 
 # ---------------------------------------------------------------- what the ledger owes runs
 def _owed(run: str, request_id: str = "", granted: bool = False, position: int | None = None):
-    from steward.workflows.policy.capacity import Admission, PendingAdmission
+    from steward.workflows.policy.capacity import Admission
+    from steward.workflows.policy.capacity_contracts import PendingAdmission
 
     reason = "pumped" if granted and not request_id else ""
     return PendingAdmission(
@@ -277,15 +278,15 @@ def _owed(run: str, request_id: str = "", granted: bool = False, position: int |
 
 def test_a_pumped_admission_goes_ahead_of_the_answers_but_behind_earlier_admissions():
     owed = [_owed("a", granted=True), _owed("x", "ask-x", position=3), _owed("y", "ask-y")]
-    capacity.owe_admission(owed, _owed("b", granted=True))
+    capacity_contracts.owe_admission(owed, _owed("b", granted=True))
     assert [o.run_id for o in owed] == ["a", "b", "x", "y"]
-    capacity.owe_admission(owed, _owed("c", granted=True))
+    capacity_contracts.owe_admission(owed, _owed("c", granted=True))
     assert [o.run_id for o in owed] == ["a", "b", "c", "x", "y"]
 
 
 def test_a_run_whose_answer_is_still_owed_is_answered_with_its_admission():
     owed = [_owed("x", "ask-x", position=1), _owed("y", "ask-y", position=2)]
-    capacity.owe_admission(owed, _owed("x", granted=True))
+    capacity_contracts.owe_admission(owed, _owed("x", granted=True))
     assert [(o.run_id, o.request_id) for o in owed] == [("x", "ask-x"), ("y", "ask-y")]
     assert owed[0].admission.granted and owed[0].admission.reason == "pumped"
     assert not owed[1].admission.granted
@@ -293,5 +294,5 @@ def test_a_run_whose_answer_is_still_owed_is_answered_with_its_admission():
 
 def test_with_nothing_owed_an_admission_is_simply_owed():
     owed: list = []
-    capacity.owe_admission(owed, _owed("a", granted=True))
+    capacity_contracts.owe_admission(owed, _owed("a", granted=True))
     assert [o.run_id for o in owed] == ["a"]

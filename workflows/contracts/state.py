@@ -16,7 +16,8 @@ from steward.workflows.contracts.tasks import (
     TaskSpec,
     WorkerProcess,
 )
-from steward.workflows.policy.capacity import BackendChoice, CapacityState
+from steward.workflows.policy.capacity import BackendChoice
+from steward.workflows.policy.capacity_contracts import CapacityState
 from steward.workflows.policy.cost import CostCap, ModelTokens, Price
 from steward.workflows.policy.decisions import StandingRules, Triage
 from steward.workflows.policy.deferrals import Deferral

@@ -36,18 +36,20 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from steward.workflows import metrics
     from steward.workflows.names import Activity, Signal, WorkflowType
-    from steward.workflows.policy import capacity
+    from steward.workflows.policy import capacity, capacity_contracts
     from steward.workflows.policy.capacity import (
         Admission,
-        AdmissionAnswer,
         AdmitRequest,
         Ledger,
+        ProbeReading,
+        Release,
+    )
+    from steward.workflows.policy.capacity_contracts import (
+        AdmissionAnswer,
         LedgerInput,
         LedgerView,
         PendingAdmission,
-        ProbeReading,
         ProbeRequest,
-        Release,
     )
     from steward.workflows.run import eval_run_versions as versions
 
@@ -186,7 +188,7 @@ class CapacityLedger:
 
     def _owe(self, admitted: PendingAdmission) -> None:
         if self._at_once:
-            capacity.owe_admission(self._to_signal, admitted)
+            capacity_contracts.owe_admission(self._to_signal, admitted)
         else:
             self._to_signal.append(admitted)
 

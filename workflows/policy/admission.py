@@ -13,13 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from steward.workflows.contracts import RunEvent
-from steward.workflows.policy.capacity import (
-    Admission,
-    AdmissionOutcome,
-    CapacityState,
-    Door,
-    Footprint,
-)
+from steward.workflows.policy.capacity import Admission, Door, Footprint
+from steward.workflows.policy.capacity_contracts import AdmissionOutcome, CapacityState
 
 Verdict = Literal["granted", "queued", "escalated", "escalation refused"]
 

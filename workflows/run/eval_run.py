@@ -62,7 +62,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from steward.workflows.names import Signal, WorkflowType
     from steward.workflows.policy import rulings
-    from steward.workflows.policy.capacity import Admission, AdmissionAnswer
+    from steward.workflows.policy.capacity import Admission
+    from steward.workflows.policy.capacity_contracts import AdmissionAnswer
     from steward.workflows.policy.delta import AmendRequest, AmendResult
     from steward.workflows.policy.hosts import HostLost
     from steward.workflows.policy.rulings import RuleRequest, RuleResult

@@ -13,15 +13,11 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.names import Activity, Signal
     from steward.workflows.policy import admission, cost
     from steward.workflows.policy import run_policy as policy
-    from steward.workflows.policy.capacity import (
-        Admission,
+    from steward.workflows.policy.capacity import Admission, AdmitRequest, Door, Footprint, Release
+    from steward.workflows.policy.capacity_contracts import (
         AdmissionCall,
         AdmissionOutcome,
-        AdmitRequest,
-        Door,
-        Footprint,
         ProbeRequest,
-        Release,
     )
     from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_context import RunContext
