@@ -20,8 +20,8 @@ ceiling instead of climbing there by Inspect's slow start (a round of answers pe
 limit, so the ramp's rounds only cost time; where a tokens limit is stated, only once the
 schedule has counted enough answers' tokens to pace it (rate_limits.settled: let loose at
 the requests limit alone, the fleet overran the tokens one). The ceiling stays the budget's
-share, and a controller cooling down after a 429 is left to its cooldown. A definition's own connection
-settings are not Steward's share: their controllers are never lifted.
+share, and a controller cooling down after a 429 is left to its cooldown. A definition's own
+connection settings are not Steward's share: their controllers are never lifted.
 
 The state stays after the run: the next run against the endpoint paces its first request at
 what was learned. `budgets()` reads every endpoint's state, for status and metrics.

@@ -334,8 +334,10 @@ class EvalRun:
 
     @workflow.signal(name=Signal.ADMISSION_ANSWER)
     def admission_answer(self, answer: AdmissionAnswer) -> None:
-        """The ledger's answer to an ask (ask-by-signal-v1): the asking step takes it."""
-        self._ctx.admission_answers[answer.request_id] = answer.admission
+        """The ledger's answer to an ask (ask-by-signal-v1): the asking step takes it; an
+        answer to an ask no longer waited on (a second answer to a repeated ask) is dropped."""
+        if answer.request_id == self._ctx.asking:
+            self._ctx.answer = answer.admission
 
     @workflow.query
     def scan_connections(self, key: str) -> int | None:

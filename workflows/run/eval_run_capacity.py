@@ -74,20 +74,18 @@ async def _ask(ctx: RunContext, call: AdmissionCall) -> AdmissionOutcome:
     """The ledger's answer: in the activity's result (asked by update), or by signal
     (ask-by-signal-v1), asking again if none comes (a ledger reset or terminated meanwhile;
     asking twice is harmless: the ledger keeps one entry per run)."""
-    ask_id = call.admit.request_id
+    ctx.asking, ctx.answer = call.admit.request_id, None  # the answer may beat the activity
     while True:
         outcome: AdmissionOutcome = await ctx.activity(
             Activity.REQUEST_ADMISSION, call, result_type=AdmissionOutcome
         )
-        if not ask_id:
+        if not ctx.asking:
             return outcome
         try:
-            await workflow.wait_condition(
-                lambda: ask_id in ctx.admission_answers, timeout=ANSWER_WAIT
-            )
+            await workflow.wait_condition(lambda: ctx.answer is not None, timeout=ANSWER_WAIT)
         except TimeoutError:
             continue
-        answer = ctx.admission_answers.pop(ask_id)
+        answer, ctx.asking, ctx.answer = ctx.answer, "", None
         return outcome.model_copy(update={"admission": answer})
 
 

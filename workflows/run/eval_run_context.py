@@ -70,7 +70,8 @@ class RunContext:
         self.scan_counter = 0  # names each scan for its query
         self.scan_outcomes: list[Any] = []  # finished scans the next tend takes in
         self.probes: dict[str, asyncio.Task[None]] = {}  # class id -> its deferral's probing
-        self.admission_answers: dict[str, Admission] = {}  # ask id -> the ledger's answer
+        self.asking = ""  # ask-by-signal-v1: the ask the run waits on (its request id)
+        self.answer: Admission | None = None  # the ledger's answer to it, once come
 
     @property
     def settings(self) -> RunSettings:
