@@ -122,7 +122,7 @@ def test_the_fleet_shares_one_budget_learns_from_pushback_and_the_next_run_start
     assert learned < 100
     replay(
         fetch_history(steward, steward.status(first)["workflow_id"]),
-        record_as="eval_run_budget_episode_v1_pushback",
+        record_as="eval_run_budget_bracket_v1_pushback",
     )
 
     # The next run against the same endpoint starts where the first one learned: its budget,
@@ -131,6 +131,8 @@ def test_the_fleet_shares_one_budget_learns_from_pushback_and_the_next_run_start
     state = steward.state(second)
     budget = state["providers"][endpoint]
     assert budget["learned"] and budget["limit"] == learned
+    # ... and holds there: the level above the lesson counts as having pushed back.
+    assert budget["bracket"] and budget["pushback_level"] == learned + 1
     seeded = next(e for e in read_journal(second) if e["event"] == "connection budget")
     assert seeded["learned_by"] == steward.status(first)["workflow_id"]
     assert sum(t["max_samples"] for t in state["tasks"]) <= budget["limit"]

@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from steward.workflows.policy.provider_budget import ConnectionShare
     from steward.workflows.policy.ramp import RampWindow
     from steward.workflows.run import eval_run_hosts
+    from steward.workflows.run import eval_run_versions as versions
     from steward.workflows.run.eval_run_context import RunContext, cause_of
 
 
@@ -55,7 +56,12 @@ async def seed(
             state.providers[endpoint].models.extend(models)
             continue
         lesson = answer.known.get(endpoint)
-        budget = provider_budget.seeded(endpoint, models, lesson.limit if lesson else None)
+        budget = provider_budget.seeded(
+            endpoint,
+            models,
+            lesson.limit if lesson else None,
+            workflow.now() if versions.brackets_budgets() else None,
+        )
         state.providers[endpoint] = budget
         ctx.journal(
             "connection budget",

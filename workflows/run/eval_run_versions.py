@@ -90,6 +90,7 @@ READ_AHEAD = "read-ahead-v1"
 LEDGER_HANDOVER = "ledger-handover-v1"  # the CapacityLedger's, not EvalRun's
 LEDGER_ANSWERS = "ledger-answers-v1"  # the CapacityLedger's, not EvalRun's
 ASK_BY_SIGNAL = "ask-by-signal-v1"
+BUDGET_BRACKET = "budget-bracket-v1"
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,11 @@ LIVE = (
     LiveFlag(
         ASK_BY_SIGNAL,
         "a run asks its capacity ledger by signal and waits for the answer signal",
+        _NEXT_RELEASE,
+    ),
+    LiveFlag(
+        BUDGET_BRACKET,
+        "a connection budget learns between its clean and pushback levels, and a lesson holds",
         _NEXT_RELEASE,
     ),
     LiveFlag(HOSTS_AT_ONCE, "a tend observes the other hosts at once", _NEXT_RELEASE),
@@ -251,3 +257,11 @@ def checks_host_storage() -> bool:
     (an activity on its queue) whether it can see the definition and write the log storage,
     and leaves it out, saying why, when it cannot."""
     return workflow.patched(HOST_CHECK)
+
+
+def brackets_budgets() -> bool:
+    """budget-bracket-v1, read as a run seeds a provider's budget: the budget falls back to the
+    highest level that ran clean and raises halfway to the lowest that pushed back, and one
+    seeded from an earlier run's lesson holds there (provider_budget's "Brackets"). A budget
+    seeded before it learns by tenths."""
+    return workflow.patched(BUDGET_BRACKET)
