@@ -14,8 +14,10 @@ shapes also a second Steward run against the same endpoint and data dir (the lea
     limit.
 The per-minute buckets hold 2 s of refill (a hosted API's hold up to a minute; a small burst
 keeps "what the provider allows" its rate). For each provider shape the JSON has
-`ratio_to_capacity_<shape>` (samples/s to the last sample / what the provider allows, a tokens
-limit at the tokens the answers used), `plain_ratio_to_capacity_<shape>`,
+`ratio_to_capacity_<shape>` (samples/s to the last sample / what the provider allows: a tokens
+limit at the tokens the answers used, a concurrency cap at the latency the simulator answered
+at, `served_latency_s_<shape>`, its event loop's lateness under the machine's load included;
+`nominal_ratio_to_capacity_<shape>` is at the nominal latency), `plain_ratio_to_capacity_<shape>`,
 `second_run_ratio_to_capacity_<shape>`, `share_429_<shape>` (429s / requests),
 `plain_share_429_<shape>`, `second_run_share_429_<shape>`, and first request / time to 90 %
 (`first_request_s_<shape>`, `to_90pct_s_<shape>`, with `plain_` and `second_run_` twins).
@@ -156,6 +158,9 @@ def measure(case: Case, result: dict, stats: dict, trace) -> dict:  # type: igno
         trace_points=list(trace.points),
     )
     result["ratio_to_capacity"] = result["rps"] / capacity
+    result["nominal_ratio_to_capacity"] = result["rps"] / case.capacity_from(stats, False)
+    served = stats.get("served") or 0
+    result["served_latency_s"] = stats.get("busy_s", 0.0) / served if served else None
     result["scan_full_rps"], result["scanned_after_last"] = trace.scan_rate_after(
         answered  # the last sample, as the provider saw it
     )
@@ -172,8 +177,8 @@ def measure(case: Case, result: dict, stats: dict, trace) -> dict:  # type: igno
     return result
 
 
-def _s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
+def _s(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def table(case: Case, results: dict[str, dict]) -> Table:
@@ -186,6 +191,8 @@ def table(case: Case, results: dict[str, dict]) -> Table:
         "samples/s",
         "reported",
         "of capacity",
+        "of nominal",
+        "latency s",
         "429s",
         "429 share",
         "launch s",
@@ -202,6 +209,8 @@ def table(case: Case, results: dict[str, dict]) -> Table:
             f"{r['rps']:.2f}",
             f"{r['rps_reported']:.2f}",
             f"{r['ratio_to_capacity']:.3f}",
+            f"{r['nominal_ratio_to_capacity']:.3f}",
+            _s(r["served_latency_s"], 2),
             str(r["rate_limited"]),
             f"{r['share_429']:.2%}",
             _s(r.get("launch_s")),
@@ -296,7 +305,8 @@ def main() -> None:
 def write_trace(runs: list[tuple[Case, dict[str, dict]]], path: Path) -> None:
     """Each way's trace as the simulator counted it (seconds since the simulator started or
     was reset, served, in flight, 429s, scanner prompts) beside the command's start and its
-    work's start, for looking at where a run's time went."""
+    work's start and Steward's budget moves (from its journal), for looking at where a run's
+    time went."""
     path.write_text(
         json.dumps(
             {
@@ -305,6 +315,7 @@ def write_trace(runs: list[tuple[Case, dict[str, dict]]], path: Path) -> None:
                         "start": r["start"],
                         "work_start": r["work_start"],
                         "points": r["trace_points"],
+                        "budget_moves": r.get("budget_moves", []),
                     }
                     for way, r in results.items()
                 }
@@ -325,6 +336,10 @@ def shape_keys(runs: list[tuple[Case, dict[str, dict]]]) -> dict:
         for way, r in results.items():
             prefix = {"plain": "plain_", "steward": "", "second_run": "second_run_"}[way]
             figures[f"{prefix}ratio_to_capacity_{case.name}"] = round(r["ratio_to_capacity"], 3)
+            figures[f"{prefix}nominal_ratio_to_capacity_{case.name}"] = round(
+                r["nominal_ratio_to_capacity"], 3
+            )
+            figures[f"{prefix}served_latency_s_{case.name}"] = _round(r["served_latency_s"], 3)
             figures[f"{prefix}share_429_{case.name}"] = round(r["share_429"], 4)
             figures[f"{prefix}samples_per_s_{case.name}"] = round(r["rps"], 2)
             figures[f"{prefix}first_request_s_{case.name}"] = _round(r["first_request"])

@@ -55,16 +55,24 @@ class Case:
             limits.append(self.tpm / 60 / (self.output_tokens + PROMPT_TOKENS))
         return min(limits)
 
-    def capacity_from(self, stats: dict) -> float:
-        """What the provider allowed, with a tokens limit at the tokens its answers used."""
-        if not self.tpm or not stats.get("served"):
-            return self.capacity_rps
-        per_request = stats["tokens"] / stats["served"]
-        limits = [self.tpm / 60 / per_request]
+    def capacity_from(self, stats: dict, served_latency: bool = True) -> float:
+        """What the provider allowed: a tokens limit at the tokens its answers used, and a
+        concurrency cap at the latency it answered at (`busy_s / served`: its sleep plus its
+        event loop's lateness under the machine's load, which no client escapes; printed as
+        `served_latency_s`). `served_latency=False`: at the nominal latency, for the figures
+        beside it."""
+        served = stats.get("served") or 0
+        limits = []
+        if self.concurrency:
+            latency = self.latency
+            if served_latency and served and stats.get("busy_s"):
+                latency = stats["busy_s"] / served
+            limits.append(self.concurrency / latency)
         if self.rpm:
             limits.append(self.rpm / 60)
-        if self.concurrency:
-            limits.append(self.concurrency / self.latency)
+        if self.tpm:
+            per_request = stats["tokens"] / served if served else self.output_tokens + PROMPT_TOKENS
+            limits.append(self.tpm / 60 / per_request)
         return min(limits)
 
     @property
@@ -353,11 +361,16 @@ def _journal_marks(workspace: Path, start_epoch: float) -> dict:
 
     from harness.helpers import read_journal
 
-    marks = {}
+    marks, budget_moves = {}, []
     for event in read_journal(workspace):
+        at = datetime.fromisoformat(event["at"]).timestamp() - start_epoch
         if event["event"] in ("finished", "scanned"):
-            marks[event["event"]] = datetime.fromisoformat(event["at"]).timestamp() - start_epoch
-    return {f"to_{name}": seconds for name, seconds in marks.items()}
+            marks[event["event"]] = at
+        elif event["event"].startswith("connection budget"):
+            # Where the budget went and why, for the trace (bench.ramp --trace).
+            data = {k: v for k, v in event.items() if k not in ("seq", "at", "event")}
+            budget_moves.append((round(at, 2), event["event"], data))
+    return {**{f"to_{name}": seconds for name, seconds in marks.items()}, "budget_moves": budget_moves}
 
 
 def _all_scanned(state: dict) -> bool:

@@ -33,7 +33,9 @@ their time in proportion (`--latency` at the mean).
 default: none), until it is set back to 0.
 `POST /admin/config` (JSON with any of the options; `"scan_flag": null` clears the regex)
 retunes it live; `GET /admin/stats` reports what it served (`served`: every answer;
-`scanned`: those that were scanner verdicts; `requests`, `tokens`); `POST /admin/reset` zeroes
+`scanned`: those that were scanner verdicts; `requests`, `tokens`; `busy_s`: the seconds the
+answered requests were in flight, so that `busy_s / served` is the latency it really served at,
+its event loop's lateness included); `POST /admin/reset` zeroes
 the counters and fills the buckets.
 """
 
@@ -102,6 +104,7 @@ class Stats:
     failed: int = 0  # of the errors, answered with fail_status (the outage)
     in_flight: int = 0
     peak_in_flight: int = 0
+    busy_s: float = 0.0  # seconds the answered requests were in flight, summed
     started_at: float = field(default_factory=time.time)
 
 
@@ -165,6 +168,7 @@ class Simulator:
                 limit, {**self._headers(now), **retry_headers(limits.headers, wait)}
             )
         headers = self._headers(now)
+        admitted = time.monotonic()
         self.stats.in_flight += 1
         self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
         try:
@@ -192,6 +196,7 @@ class Simulator:
                     headers=headers,
                 )
             self.stats.served += 1
+            self.stats.busy_s += time.monotonic() - admitted
             self.stats.scanned += verdict is not None
             self.stats.tokens += prompt_tokens + completion_tokens
             return JSONResponse(

@@ -124,3 +124,13 @@ def test_the_simulator_counts_output_tokens_against_its_tpm_and_retunes_live():
     assert _chat(client).headers["anthropic-ratelimit-tokens-limit"] == "60000"
     bad = client.post("/admin/config", json={"headers": "azure"})
     assert bad.status_code == 400 and "headers must be one of" in bad.json()["error"]
+
+
+def test_the_simulator_reports_how_long_its_answers_were_in_flight():
+    limits = Limits(latency=0.05, jitter=0, concurrency=4)
+    client = TestClient(Simulator(limits).app())
+    assert [_chat(client).status_code for _ in range(3)] == [200, 200, 200]
+    stats = client.get("/admin/stats").json()
+    # Each answer slept 0.05 s in flight: the latency it served at is at least that, and it
+    # is what bench.ramp divides a concurrency cap by.
+    assert 0.05 <= stats["busy_s"] / stats["served"] < 0.5
