@@ -304,14 +304,16 @@ def run_steward(
         start_epoch = time.time()  # the journal's clock, for the same moment
         launched = steward.ok("launch", cwd=workspace)
         work_start = time.monotonic() - sim.started
-        result = _follow(steward, workspace, case, sim, start, work_start, launched, trace)
+        # A second run is measured to its last sample: its scan would only repeat the first's.
+        scan = case.scan and attempt == 1
+        result = _follow(steward, workspace, scan, sim, start, work_start, launched, trace)
         return {**result, **_journal_marks(workspace, start_epoch)}
     finally:
         steward("worker", "stop")
         steward("server", "stop")
 
 
-def _follow(steward, workspace, case, sim, start, work_start, launched, trace) -> dict:
+def _follow(steward, workspace, scan, sim, start, work_start, launched, trace) -> dict:
     marks: dict[str, float] = {}  # last_sample, finished, scanned: seconds since the start
     scan_busy = 0.0  # seconds a scan was seen running (status read each second)
     while True:
@@ -325,12 +327,12 @@ def _follow(steward, workspace, case, sim, start, work_start, launched, trace) -
             scan_busy += 1.0
         if state["phase"] in ("finished", "stalled", "failed", "cancelled"):
             marks.setdefault("finished", now)
-            over = state["phase"] != "finished" or now > SCAN_WAIT_S or not case.scan
+            over = state["phase"] != "finished" or now > SCAN_WAIT_S or not scan
             if _all_scanned(state) or state["scan_problem"] or over:
                 marks.setdefault("scanned", now)
                 break
         time.sleep(1.0)
-    if not case.scan:
+    if not scan:
         steward("cancel", cwd=workspace)
     cancelled = sum(t["progress"]["cancelled"] for t in state["tasks"]) + errored_samples(
         workspace / "logs"
