@@ -184,10 +184,6 @@ def _since(moment: datetime | None, now: datetime | None) -> float | None:
     return (now - moment).total_seconds()
 
 
-def _since_lowered(budget: ProviderBudget, now: datetime | None) -> float | None:
-    return _since(budget.lowered_at, now)
-
-
 def _remembered_level(budget: ProviderBudget, now: datetime | None) -> int | None:
     """The lowest level that saw pushback, while it is remembered (PUSHBACK_MEMORY_S)."""
     since = _since(budget.pushback_at if budget.bracket else budget.lowered_at, now)
@@ -210,7 +206,7 @@ def adjust(
     if not workers:
         return unchanged
     floor = len(workers)
-    since = _since_lowered(budget, now)
+    since = _since(budget.lowered_at, now)
     if since is not None and since < EPISODE_S:
         return unchanged.model_copy(update={"reason": "the episode that lowered it"})
     if any(w.pushback for w in workers.values()):

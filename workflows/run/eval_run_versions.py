@@ -260,8 +260,8 @@ def checks_host_storage() -> bool:
 
 
 def brackets_budgets() -> bool:
-    """budget-bracket-v1, read as a run seeds a provider's budget: the budget falls back to the
-    highest level that ran clean and raises halfway to the lowest that pushed back, and one
-    seeded from an earlier run's lesson holds there (provider_budget's "Brackets"). A budget
-    seeded before it learns by tenths."""
+    """budget-bracket-v1, read as a run seeds a provider's budget: on pushback the budget falls
+    back to the highest level that ran clean, and one seeded from an earlier run's lesson holds
+    there while it is remembered (provider_budget's "Brackets"). A budget seeded before it
+    falls by tenths and raises past a lesson at once."""
     return workflow.patched(BUDGET_BRACKET)
