@@ -94,7 +94,12 @@ def run(
             connection.connect(address)
             connection.sendall(json.dumps(request).encode() + b"\n")
             reader = connection.makefile("rb")
-            pid = int(reader.readline().split()[1])
+            # bounded too: a zygote that never answers must not hold the test past `timeout`
+            connection.settimeout(timeout)
+            try:
+                pid = int(reader.readline().split()[1])
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(["steward", *args], timeout) from None
             code = None
             while code is None:
                 remaining = deadline - time.monotonic()
