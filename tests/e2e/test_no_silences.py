@@ -3,6 +3,7 @@ the run's numbers change, as they change, not one line and then silence until th
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 
 from harness.helpers import STEWARD, make_workspace
@@ -47,7 +48,10 @@ def test_status_wait_through_a_pipe_prints_each_change_as_it_happens(steward, wo
     progress = [line for line in lines if " samples, " in line]
     assert len(progress) >= 3, lines  # more than the first and the last
     assert all(running_when_read[: len(lines) - 1]), lines
-    assert len(set(progress)) == len(progress), "a line repeats the one before"
+    # A line each change: never the one before again. (The same numbers may come back later:
+    # in flight drops as a sample ends and rises as the next starts, done unchanged between.)
+    repeats = [a for a, b in itertools.pairwise(progress) if a == b]
+    assert not repeats, f"a line repeats the one before: {repeats} in {lines}"
     assert progress[0].startswith("running: ") and " in flight (" in progress[0]
     assert progress[-1].startswith("finished: 30/30 samples, 0 error(s), 0 in flight")
     assert "state: finished" in rest
