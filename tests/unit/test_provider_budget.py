@@ -132,6 +132,22 @@ def test_a_learned_budget_sizes_the_starting_setpoints_and_an_unknown_one_keeps_
     assert [t.max_samples for t in unknown.tasks] == [50, 50]
 
 
+def test_with_headroom_tasks_start_a_quarter_over_their_share_and_connections_stay_within():
+    budget = provider_budget.seeded("e", [SIM], 80)
+    state = _state(["a", "b", "c", "d"], budget, running=False)
+    events = connection_plan.size_starting_setpoints(state, headroom=True)
+    assert [t.max_samples for t in state.tasks] == [25, 25, 25, 25]
+    assert [e.data["setpoint"] for e in events] == [25, 25, 25, 25]
+    # the samples over the share wait for connections: the workers' ceilings still sum to 80
+    plan = connection_plan.plan_spawns(state, [[t] for t in state.tasks])
+    assert sum(s.ceiling for s in plan.spawns) == 80
+    # a small share still gets two to spare; the rule's own setpoint is never exceeded
+    assert provider_budget.starting_setpoint(budget, 50, 40, headroom=True) == 4
+    assert provider_budget.starting_setpoint(budget, 22, 4, headroom=True) == 22
+    unknown = provider_budget.seeded("e", [SIM], None)
+    assert provider_budget.starting_setpoint(unknown, 50, 4, headroom=True) == 50
+
+
 def test_new_workers_start_at_their_share_and_live_ones_make_room_lowered_first():
     budget = provider_budget.seeded("e", [SIM], None)
     state = _state(["a", "b", "c"], budget, running=False)

@@ -153,14 +153,17 @@ def watch_reports(state: RunState, worker_id: str) -> tuple[bool, bool]:
     return budget is not None, budget is not None and budget.learned
 
 
-def size_starting_setpoints(state: RunState) -> list[RunEvent]:
-    """With a learned budget, tasks not yet started begin within their share of it."""
+def size_starting_setpoints(state: RunState, headroom: bool = False) -> list[RunEvent]:
+    """With a learned budget, tasks not yet started begin at their share of it (`headroom`:
+    with samples to spare over their connections, provider_budget.starting_setpoint)."""
     events = []
     for budget in state.providers.values():
         tasks = [t for t in state.tasks if t.spec.model in budget.models]
         fresh = [t for t in tasks if t.attempts == 0 and not t.pinned and t.phase == "pending"]
         for task in fresh:
-            sized = provider_budget.starting_setpoint(budget, task.max_samples, len(tasks))
+            sized = provider_budget.starting_setpoint(
+                budget, task.max_samples, len(tasks), headroom
+            )
             if sized < task.max_samples:
                 events.append(
                     RunEvent(

@@ -39,7 +39,13 @@ controllers' ceilings never exceeds it.
   in flight): a second run seeded at 80 raised to 88 at once, knowing no pushback level, and
   walked back down a burst at a time, 25 429s in 160 s and ~74 of 80 in flight on average.
 * **Starting setpoints.** With a learned budget the tasks' starting sample concurrency is sized
-  so the run's total in flight starts within it; an unknown budget keeps the seed's rule.
+  to their share of it; an unknown budget keeps the seed's rule. With setpoint-headroom-v1 the
+  share is a quarter over the connections (at least 2 more): the connections bound what the
+  provider sees, and the samples beyond them wait inside Inspect for the next free one.
+  Measured before (bench.ramp's cap shape, learned 80, 4 tasks at 20 samples and 20
+  connections each): every connection idled through its sample's end and the next one's start,
+  77.5-78 of 80 in flight; and at 18 samples on 75 connections the ramp never raised them (no
+  reading saw all 18 in flight at once), so 72 of 75 at most.
 """
 
 from __future__ import annotations
@@ -57,6 +63,8 @@ INSPECT_MIN = 10  # the controller's default floor (clamped to the ceiling)
 MOST_CUT_PER_TEND = 0.9  # a pushback tend lowers a budget by a tenth at most
 GROWTH = 0.1
 AT_CEILING = 0.95  # a controller this close to its ceiling wants more
+SETPOINT_HEADROOM = 0.25  # samples over a learned share of connections (starting setpoints)
+SETPOINT_HEADROOM_MIN = 2
 EPISODE_S = 15.0  # after a lowering, what the workers report belongs to its episode
 PUSHBACK_MEMORY_S = 600.0  # how long a level that saw pushback caps the raises
 WORKER_COOLDOWN_S = 5.0  # a worker's controller after its own cut (Inspect's default: 15)
@@ -281,8 +289,14 @@ def apply_move(budget: ProviderBudget, move: BudgetMove, now: datetime | None = 
         budget.start = min(budget.start, move.limit) if not budget.learned else move.limit
 
 
-def starting_setpoint(budget: ProviderBudget, rule: int, tasks_sharing: int) -> int:
-    """A task's first sample concurrency: the rule's, but within a learned budget's share."""
+def starting_setpoint(
+    budget: ProviderBudget, rule: int, tasks_sharing: int, headroom: bool = False
+) -> int:
+    """A task's first sample concurrency: the rule's, but within a learned budget's share, or
+    (`headroom`) a quarter over it, so a sample waits for each connection as it frees."""
     if not budget.learned or tasks_sharing <= 0:
         return rule
-    return max(1, min(rule, budget.limit // tasks_sharing))
+    share = budget.limit // tasks_sharing
+    if headroom:
+        share += max(SETPOINT_HEADROOM_MIN, math.ceil(share * SETPOINT_HEADROOM))
+    return max(1, min(rule, share))

@@ -70,7 +70,8 @@ async def seed(
             start=budget.start,
             learned_by=lesson.run_id if lesson else None,
         )
-    ctx.journal_events(connection_plan.size_starting_setpoints(state))
+    headroom = versions.sizes_setpoints_with_headroom()
+    ctx.journal_events(connection_plan.size_starting_setpoints(state, headroom))
 
 
 async def shares_for(

@@ -91,6 +91,7 @@ LEDGER_HANDOVER = "ledger-handover-v1"  # the CapacityLedger's, not EvalRun's
 LEDGER_ANSWERS = "ledger-answers-v1"  # the CapacityLedger's, not EvalRun's
 ASK_BY_SIGNAL = "ask-by-signal-v1"
 BUDGET_BRACKET = "budget-bracket-v1"
+SETPOINT_HEADROOM = "setpoint-headroom-v1"
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,11 @@ LIVE = (
     LiveFlag(
         BUDGET_BRACKET,
         "a connection budget learns between its clean and pushback levels, and a lesson holds",
+        _NEXT_RELEASE,
+    ),
+    LiveFlag(
+        SETPOINT_HEADROOM,
+        "tasks start a quarter over their share of a learned connection budget",
         _NEXT_RELEASE,
     ),
     LiveFlag(HOSTS_AT_ONCE, "a tend observes the other hosts at once", _NEXT_RELEASE),
@@ -265,3 +271,10 @@ def brackets_budgets() -> bool:
     there while it is remembered (provider_budget's "Brackets"). A budget seeded before it
     falls by tenths and raises past a lesson at once."""
     return workflow.patched(BUDGET_BRACKET)
+
+
+def sizes_setpoints_with_headroom() -> bool:
+    """setpoint-headroom-v1, read as a run sizes its tasks' starting setpoints to a learned
+    budget: a quarter more samples than connections, so a freed connection is taken at once
+    (provider_budget's "Starting setpoints"). A run sized before it started at the share."""
+    return workflow.patched(SETPOINT_HEADROOM)
