@@ -314,8 +314,8 @@ def main() -> None:
 def write_trace(runs: list[tuple[Case, dict[str, dict]]], path: Path) -> None:
     """Each way's trace as the simulator counted it (seconds since the simulator started or
     was reset, served, in flight, 429s, scanner prompts) beside the command's start and its
-    work's start and Steward's budget moves (from its journal), for looking at where a run's
-    time went."""
+    work's start, Steward's budget moves (from its journal) and the pacing state its launch
+    found, for looking at where a run's time went."""
     path.write_text(
         json.dumps(
             {
@@ -325,6 +325,7 @@ def write_trace(runs: list[tuple[Case, dict[str, dict]]], path: Path) -> None:
                         "work_start": r["work_start"],
                         "points": r["trace_points"],
                         "budget_moves": r.get("budget_moves", []),
+                        "pace_at_start": r.get("pace_at_start", []),
                     }
                     for way, r in results.items()
                 }

@@ -6,6 +6,7 @@ provider saw, not from what either side reports."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -300,6 +301,7 @@ def run_steward(
         model=SIM_MODEL,
     )
     try:
+        pace_at_start = _pace_states(data)  # what a second run's pacing starts from
         start = time.monotonic() - sim.started
         start_epoch = time.time()  # the journal's clock, for the same moment
         launched = steward.ok("launch", cwd=workspace)
@@ -307,10 +309,30 @@ def run_steward(
         # A second run is measured to its last sample: its scan would only repeat the first's.
         scan = case.scan and attempt == 1
         result = _follow(steward, workspace, scan, sim, start, work_start, launched, trace)
-        return {**result, **_journal_marks(workspace, start_epoch)}
+        return {
+            **result,
+            **_journal_marks(workspace, start_epoch),
+            "pace_at_start": pace_at_start,
+        }
     finally:
         steward("worker", "stop")
         steward("server", "stop")
+
+
+def _pace_states(data: Path) -> list[dict]:
+    """The endpoints' shared pacing states in a data dir (activities/capacity/rate_pacing.py),
+    with `due` and `held_until` as seconds from now, for the trace."""
+    states = []
+    for path in sorted((data / "rate-limits").glob("*.json")):
+        try:
+            state = json.loads(path.read_text() or "{}")
+        except ValueError:
+            continue
+        for key in ("due", "held_until", "observed_at"):
+            if key in state:
+                state[f"{key}_in_s"] = round(state.pop(key) - time.time(), 2)
+        states.append(state)
+    return states
 
 
 def _follow(steward, workspace, scan, sim, start, work_start, launched, trace) -> dict:
