@@ -11,7 +11,8 @@ transport, which the OpenAI and Anthropic clients Inspect builds send through:
   no limit is known);
 * after its answer, reads the rate-limit headers (and a JSON answer's `usage`) and teaches the
   shared state: the limits in requests and tokens per minute, the tokens a request uses, a
-  429's retry-after.
+  429's retry-after. The tokens count toward the average of the process's kind of request
+  (PACING_KIND_ENV: the eval's, or the scan's).
 
 Where the worker's adaptive connections are Steward's share of the run's budget
 (PACED_CONNECTIONS_ENV) and the endpoint is paced, the request's controller is lifted to its
@@ -40,7 +41,11 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from steward.activities.processes.runner_launch import PACED_CONNECTIONS_ENV, RATE_LIMITS_ENV
+from steward.activities.processes.runner_launch import (
+    PACED_CONNECTIONS_ENV,
+    PACING_KIND_ENV,
+    RATE_LIMITS_ENV,
+)
 from steward.workflows.policy import rate_limits
 from steward.workflows.policy.rate_limits import PaceState
 
@@ -120,12 +125,14 @@ class SharedSchedule:
         finally:
             fcntl.flock(file, fcntl.LOCK_UN)
 
-    async def due(self, endpoint: str, now: float) -> tuple[float, bool, bool]:
-        """When a request asked for at `now` goes, whether the endpoint is paced at all, and
-        whether its pacing is settled (rate_limits.settled)."""
+    async def due(
+        self, endpoint: str, now: float, kind: str = rate_limits.EVAL_KIND
+    ) -> tuple[float, bool, bool]:
+        """When a request of `kind` asked for at `now` goes, whether the endpoint is paced at
+        all, and whether its pacing is settled (rate_limits.settled)."""
         async with self.astate(endpoint) as state:
-            at = rate_limits.schedule(state, now)
-            paced = rate_limits.interval(state) is not None or state.held_until > now
+            at = rate_limits.schedule(state, now, kind)
+            paced = rate_limits.interval(state, kind) is not None or state.held_until > now
             return at, paced, rate_limits.settled(state)
 
     async def observe(
@@ -134,12 +141,14 @@ class SharedSchedule:
         reading: rate_limits.RateLimitReading | None,
         now: float,
         tokens: int | None,
+        kind: str = rate_limits.EVAL_KIND,
     ) -> bool:
-        """Learn from an answer; True once the endpoint's pacing is settled."""
+        """Learn from an answer to a request of `kind`; True once the endpoint's pacing is
+        settled."""
         if reading is None:  # no limit stated: nothing to learn (tokens count once one is)
             return False
         async with self.astate(endpoint) as state:
-            rate_limits.observe(state, reading, now, tokens)
+            rate_limits.observe(state, reading, now, tokens, kind)
             return rate_limits.settled(state)
 
 
@@ -236,9 +245,10 @@ def _paced(original):  # type: ignore[no-untyped-def]
         schedule = schedules.get(directory) or schedules.setdefault(
             directory, SharedSchedule(Path(directory))
         )
+        kind = os.environ.get(PACING_KIND_ENV) or rate_limits.EVAL_KIND
         now = time.time()
         if unpaced_until.get(endpoint, 0.0) <= now:
-            at, paced, settled = await schedule.due(endpoint, now)
+            at, paced, settled = await schedule.due(endpoint, now, kind)
             if not paced:
                 unpaced_until[endpoint] = now + UNPACED_RECHECK_S
             else:
@@ -258,7 +268,7 @@ def _paced(original):  # type: ignore[no-untyped-def]
         if response.status_code == 200 and "json" in response.headers.get("content-type", ""):
             await response.aread()
             tokens = _tokens(response)
-        settled = await schedule.observe(endpoint, reading, time.time(), tokens)
+        settled = await schedule.observe(endpoint, reading, time.time(), tokens, kind)
         if settled and response.status_code not in (429, 529):
             _lift_active_controller()
         return response

@@ -41,6 +41,9 @@ WORKER_ENV = "STEWARD_WORKER"  # "1": approvals sent to a human are answered thr
 APPROVALS_DIR_ENV = "STEWARD_APPROVALS_DIR"  # where those approvals are asked and answered
 # The endpoints' shared pacing states (activities/capacity/rate_pacing.py), in the data dir
 RATE_LIMITS_ENV = "STEWARD_RATE_LIMITS"
+# The kind of the process's model requests in that pacing (rate_limits.EVAL_KIND when unset;
+# the scan child sets rate_limits.SCAN_KIND): each kind keeps its own tokens average
+PACING_KIND_ENV = "STEWARD_PACING_KIND"
 # "1": the worker's adaptive connections are Steward's share of the run's budget (not the
 # definition's own), so where pacing holds the rate they may skip Inspect's slow start
 PACED_CONNECTIONS_ENV = "STEWARD_PACED_CONNECTIONS"
@@ -57,6 +60,7 @@ STEERING_ENV = (
     WORKER_ENV,
     APPROVALS_DIR_ENV,
     RATE_LIMITS_ENV,
+    PACING_KIND_ENV,
     PACED_CONNECTIONS_ENV,
 )
 

@@ -175,11 +175,19 @@ def _heartbeat() -> None:
 
 def respond(request: dict) -> dict[str, Any]:
     """In the child: `{"findings"}`, or `{"error": {"type", "message"}}` for a refusal."""
-    # The scan draws on the endpoints' rate limits with the task workers, in the same units.
+    # The scan draws on the endpoints' rate limits with the task workers, in the same units. Its
+    # requests are of their own kind there: whole transcripts, whose tokens must not teach the
+    # eval's tokens-a-request average (the next run's first requests start from it).
     from steward.activities.capacity import rate_pacing
-    from steward.activities.processes.runner_launch import RATE_LIMITS_ENV, rate_limits_dir
+    from steward.activities.processes.runner_launch import (
+        PACING_KIND_ENV,
+        RATE_LIMITS_ENV,
+        rate_limits_dir,
+    )
+    from steward.workflows.policy.rate_limits import SCAN_KIND
 
     os.environ.setdefault(RATE_LIMITS_ENV, str(rate_limits_dir()))
+    os.environ[PACING_KIND_ENV] = SCAN_KIND
     rate_pacing.install()
     if request.get("connections_file"):
         from steward.activities.scan import scan_widen  # registers the hook that follows the file

@@ -14,9 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from steward.activities.capacity.rate_pacing import budgets
-from steward.activities.processes.runner_launch import RATE_LIMITS_ENV
+from steward.activities.capacity.rate_pacing import SharedSchedule, budgets
+from steward.activities.processes.runner_launch import PACING_KIND_ENV, RATE_LIMITS_ENV
 from steward.worker.provider_simulator import spawn
+from steward.workflows.policy.rate_limits import interval
 
 # 30 requests at once from each of two processes, after one request that learns the limit.
 CLIENT = textwrap.dedent(
@@ -26,12 +27,14 @@ CLIENT = textwrap.dedent(
     rate_pacing.install()
     from openai import AsyncOpenAI, RateLimitError
 
+    PROMPT = sys.argv[2] if len(sys.argv) > 2 else "Reply with: x"
+
     async def main():
         client = AsyncOpenAI(base_url=sys.argv[1], api_key="k", max_retries=0)
         async def ask():
             try:
                 await client.chat.completions.create(
-                    model="echo", messages=[{"role": "user", "content": "Reply with: x"}]
+                    model="echo", messages=[{"role": "user", "content": PROMPT}]
                 )
             except RateLimitError:
                 pass
@@ -85,3 +88,47 @@ def test_paced_processes_stay_inside_the_limit_and_unpaced_ones_do_not(provider,
     [budget] = budgets(Path(state))
     assert (budget["unit"], budget["value"], budget["style"]) == ("requests/min", 600, "openai")
     assert budget["endpoint"].endswith("/echo")
+
+
+def test_the_scans_long_prompts_keep_their_own_tokens_average_and_leave_the_evals(tmp_path):
+    # Tokens bind for both kinds (a short request's ~4 tokens cost more of 120,000 a minute than
+    # a request of 60,000 a minute does); the burst (10 s: 20,000 tokens) holds the whole load.
+    process, url = spawn(
+        tmp_path / "sim.port",
+        concurrency=0,
+        rpm=60000,
+        tpm=120_000,
+        headers="openai",
+        latency=0.01,
+        jitter=0.0,
+    )
+    try:
+        import os
+
+        state = tmp_path / "rate-limits"
+        env = {**os.environ, RATE_LIMITS_ENV: str(state)}
+        env.pop(PACING_KIND_ENV, None)
+        transcript = " ".join(["word"] * 400)  # a scan's prompt: a whole transcript
+        runs = [
+            subprocess.Popen([sys.executable, "-c", CLIENT, f"{url}/v1"], env=env),
+            subprocess.Popen(
+                [sys.executable, "-c", CLIENT, f"{url}/v1", transcript],
+                env={**env, PACING_KIND_ENV: "scan"},
+            ),
+        ]
+        assert [run.wait(timeout=120) for run in runs] == [0, 0]
+        stats = httpx.get(f"{url}/admin/stats").json()
+    finally:
+        process.kill()
+        process.wait()
+    assert stats["served"] == 62 and stats["rate_limited"] == 0, stats
+    with SharedSchedule(state).state(budgets(state)[0]["endpoint"]) as pace:
+        scans = pace.other_kinds["scan"]
+        assert (pace.token_answers, scans.answers) == (31, 31)
+        # a short prompt and its answer, not the transcripts
+        assert pace.tokens_per_request < 50, pace.tokens_per_request
+        assert scans.per_request > 400, scans.per_request
+        # Each kind's request takes its own tokens of the schedule.
+        assert interval(pace, "scan") / interval(pace) == pytest.approx(
+            scans.per_request / pace.tokens_per_request
+        )

@@ -11,6 +11,7 @@ import pytest
 from steward.workflows.policy.rate_limits import (
     BURST_S,
     PACE_SHARE,
+    SCAN_KIND,
     SETTLE_ANSWERS,
     PaceState,
     binding_unit,
@@ -166,6 +167,30 @@ def test_a_tokens_limit_is_settled_only_once_enough_answers_told_the_tokens_a_re
     )
     assert settled(requests_only)  # nothing else to learn
     assert not settled(PaceState(endpoint="e"))  # nothing known: not paced at all
+
+
+def test_the_scans_answers_keep_their_own_tokens_average_and_take_their_own_share():
+    # The scan's prompts are whole transcripts. Counted into the eval's average, they pulled the
+    # next run's first requests down to 218/289 of the tokens limit (the bench's tokens shape).
+    state = PaceState(endpoint="e")
+    headers = {**OPENAI_ANSWER, "x-ratelimit-limit-tokens": "60000"}
+    for _ in range(SETTLE_ANSWERS):
+        observe(state, read_headers(headers, NOW), now=0.0, tokens=200)
+    eval_gap = interval(state)
+    assert interval(state, SCAN_KIND) == eval_gap  # the eval's average until its own is known
+    for _ in range(5):
+        observe(state, read_headers(headers, NOW), now=1.0, tokens=2000, kind=SCAN_KIND)
+    assert (state.tokens_per_request, state.token_answers) == (200.0, SETTLE_ANSWERS)
+    assert budget_view(state)["tokens_per_request"] == 200.0
+    assert interval(state) == eval_gap
+    assert interval(state, SCAN_KIND) == pytest.approx(10 * eval_gap)
+    # A scan request moves the shared schedule on by its own tokens, an eval request by its own.
+    state.due = 0.0
+    schedule(state, 100.0, SCAN_KIND)  # the first after a pause goes in the burst
+    after_scan = state.due
+    schedule(state, 100.0)
+    assert state.due - after_scan == pytest.approx(eval_gap)
+    assert after_scan - (100.0 - BURST_S) == pytest.approx(10 * eval_gap)
 
 
 def test_an_account_emptier_than_assumed_holds_the_schedule_and_a_429_too():

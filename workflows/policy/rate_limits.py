@@ -1,5 +1,5 @@
 """A provider's rate limits in its own units, read from its answers' headers, and the pacing that
-keeps a fleet of task workers just inside them, as pure functions (worker/rate_pacing.py keeps
+keeps a fleet of task workers just inside them, as pure functions (activities/capacity/rate_pacing.py keeps
 the state in a file every worker against the endpoint shares, and calls these under its lock).
 
 * **Headers.** OpenAI-style answers carry `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`
@@ -10,6 +10,10 @@ the state in a file every worker against the endpoint shares, and calls these un
   due, `due`): each request is sent at `due` or now, whichever is later, and moves `due` on by
   one request's interval at PACE_SHARE of the binding limit (requests, or tokens at the tokens a
   request has used on average). After a pause up to BURST_S of requests go at once.
+* **Kinds of request.** The eval's requests and the scan's (whole transcripts as prompts, several
+  times the eval's tokens) share the schedule but keep separate tokens averages: each request
+  moves `due` on by its own kind's tokens, and the scan's answers never teach the eval's average
+  (which the next run starts from).
 * **Corrections.** A reading whose `remaining` is below RESERVE of its limit (someone else drew
   on the account, or the estimate of tokens per request ran short) holds the schedule until that
   much has refilled; a 429's retry-after holds it until then. Without headers nothing is paced
@@ -33,6 +37,8 @@ RESERVE = 0.02  # `remaining` below this share of the limit holds the schedule
 TOKENS_EWMA = 0.05  # weight of one answer in the tokens-per-request average
 SETTLE_ANSWERS = 10  # answers counted before a tokens limit's pacing is taken as settled
 UNITS = ("requests", "tokens")
+EVAL_KIND = "eval"  # the task workers' requests; the scan's are SCAN_KIND
+SCAN_KIND = "scan"
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
 _SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
@@ -52,14 +58,33 @@ class RateLimitReading(BaseModel):
     retry_after_s: float | None = None
 
 
+class TokensAverage(BaseModel):
+    """The tokens one kind of request uses on average, and how many answers told it."""
+
+    per_request: float | None = None
+    answers: int = 0
+
+    def count(self, tokens: int) -> None:
+        """The plain mean of the first answers (one answer's tokens may be half or twice the
+        run's), then a moving average."""
+        self.answers += 1
+        weight = max(TOKENS_EWMA, 1.0 / self.answers)
+        previous = self.per_request
+        self.per_request = float(tokens) if previous is None else previous + weight * (
+            tokens - previous
+        )
+
+
 class PaceState(BaseModel):
     """One endpoint's shared schedule and what the fleet learned of its limits."""
 
     endpoint: str
     limits: dict[str, int] = Field(default_factory=dict)  # unit -> limit per minute
     style: str | None = None
-    tokens_per_request: float | None = None
+    tokens_per_request: float | None = None  # the eval's requests' (EVAL_KIND)
     token_answers: int = 0  # answers whose tokens the average has counted
+    # Other kinds of request against the endpoint (the scan's): their own tokens averages
+    other_kinds: dict[str, TokensAverage] = Field(default_factory=dict)
     due: float = 0.0  # epoch seconds: when the next request is due
     held_until: float = 0.0  # a correction or a 429 holds every request until then
     sent: int = 0
@@ -152,14 +177,27 @@ def read_headers(headers: Mapping[str, str], now: datetime) -> RateLimitReading 
     return None
 
 
-def interval(state: PaceState) -> float | None:
-    """Seconds between the fleet's requests at PACE_SHARE of the binding limit (None: no
-    limit known, nothing is paced)."""
+def _eval_average(state: PaceState) -> TokensAverage:
+    return TokensAverage(per_request=state.tokens_per_request, answers=state.token_answers)
+
+
+def tokens_per_request(state: PaceState, kind: str = EVAL_KIND) -> float | None:
+    """The tokens a request of `kind` uses on average; the eval's until its own is known."""
+    own = state.other_kinds.get(kind) if kind != EVAL_KIND else None
+    if own is not None and own.per_request:
+        return own.per_request
+    return state.tokens_per_request
+
+
+def interval(state: PaceState, kind: str = EVAL_KIND) -> float | None:
+    """Seconds a request of `kind` takes of the schedule at PACE_SHARE of the binding limit
+    (None: no limit known, nothing is paced)."""
     gaps = []
     if state.limits.get("requests"):
         gaps.append(60.0 / (state.limits["requests"] * PACE_SHARE))
-    if state.limits.get("tokens") and state.tokens_per_request:
-        gaps.append(60.0 * state.tokens_per_request / (state.limits["tokens"] * PACE_SHARE))
+    per = tokens_per_request(state, kind)
+    if state.limits.get("tokens") and per:
+        gaps.append(60.0 * per / (state.limits["tokens"] * PACE_SHARE))
     return max(gaps) if gaps else None
 
 
@@ -183,10 +221,10 @@ def binding_unit(state: PaceState) -> str | None:
     return "tokens" if tokens and per else None
 
 
-def schedule(state: PaceState, now: float) -> float:
-    """When a request asked for at `now` is sent (epoch seconds; `now` when unpaced), with the
-    schedule moved on past it."""
-    gap = interval(state)
+def schedule(state: PaceState, now: float, kind: str = EVAL_KIND) -> float:
+    """When a request of `kind` asked for at `now` is sent (epoch seconds; `now` when
+    unpaced), with the schedule moved on past it by that kind's interval."""
+    gap = interval(state, kind)
     start = max(now, state.held_until)
     state.sent += 1
     if gap is None:
@@ -196,20 +234,23 @@ def schedule(state: PaceState, now: float) -> float:
     return max(start, slot)
 
 
-def observe(state: PaceState, reading: RateLimitReading, now: float, tokens: int | None) -> None:
-    """Learn from one answer: its limits, the tokens it used, and whether the account is
-    emptier than the schedule assumed (hold it until RESERVE has refilled) or refused (hold it
-    for the retry-after)."""
+def observe(
+    state: PaceState,
+    reading: RateLimitReading,
+    now: float,
+    tokens: int | None,
+    kind: str = EVAL_KIND,
+) -> None:
+    """Learn from one answer to a request of `kind`: its limits, the tokens it used (into that
+    kind's average), and whether the account is emptier than the schedule assumed (hold it
+    until RESERVE has refilled) or refused (hold it for the retry-after)."""
     state.observed_at = now
-    if tokens:
-        # The plain mean of the first answers (one answer's tokens may be half or twice the
-        # run's), then a moving average.
-        previous = state.tokens_per_request
-        state.token_answers += 1
-        weight = max(TOKENS_EWMA, 1.0 / state.token_answers)
-        state.tokens_per_request = (
-            float(tokens) if previous is None else previous + weight * (tokens - previous)
-        )
+    if tokens and kind == EVAL_KIND:
+        average = _eval_average(state)
+        average.count(tokens)
+        state.tokens_per_request, state.token_answers = average.per_request, average.answers
+    elif tokens:
+        state.other_kinds.setdefault(kind, TokensAverage()).count(tokens)
     if reading.style != "retry-after":
         state.style = reading.style
     for unit, seen in reading.units.items():
