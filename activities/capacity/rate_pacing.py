@@ -126,12 +126,17 @@ class SharedSchedule:
             fcntl.flock(file, fcntl.LOCK_UN)
 
     async def due(
-        self, endpoint: str, now: float, kind: str = rate_limits.EVAL_KIND
+        self,
+        endpoint: str,
+        now: float,
+        kind: str = rate_limits.EVAL_KIND,
+        prompt_tokens: float | None = None,
     ) -> tuple[float, bool, bool]:
-        """When a request of `kind` asked for at `now` goes, whether the endpoint is paced at
-        all, and whether its pacing is settled (rate_limits.settled)."""
+        """When a request of `kind` (with a prompt of about `prompt_tokens`) asked for at `now`
+        goes, whether the endpoint is paced at all, and whether its pacing is settled
+        (rate_limits.settled)."""
         async with self.astate(endpoint) as state:
-            at = rate_limits.schedule(state, now, kind)
+            at = rate_limits.schedule(state, now, kind, prompt_tokens)
             paced = rate_limits.interval(state, kind) is not None or state.held_until > now
             return at, paced, rate_limits.settled(state)
 
@@ -246,9 +251,13 @@ def _paced(original):  # type: ignore[no-untyped-def]
             directory, SharedSchedule(Path(directory))
         )
         kind = os.environ.get(PACING_KIND_ENV) or rate_limits.EVAL_KIND
+        # The eval's requests go by their average; another kind's first ones by their size.
+        prompt = None if kind == rate_limits.EVAL_KIND else rate_limits.prompt_tokens_of(
+            len(request.content)
+        )
         now = time.time()
         if unpaced_until.get(endpoint, 0.0) <= now:
-            at, paced, settled = await schedule.due(endpoint, now, kind)
+            at, paced, settled = await schedule.due(endpoint, now, kind, prompt)
             if not paced:
                 unpaced_until[endpoint] = now + UNPACED_RECHECK_S
             else:

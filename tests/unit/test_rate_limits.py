@@ -20,6 +20,7 @@ from steward.workflows.policy.rate_limits import (
     observe,
     parse_duration,
     parse_retry_after,
+    prompt_tokens_of,
     read_headers,
     schedule,
     settled,
@@ -177,13 +178,19 @@ def test_the_scans_answers_keep_their_own_tokens_average_and_take_their_own_shar
     for _ in range(SETTLE_ANSWERS):
         observe(state, read_headers(headers, NOW), now=0.0, tokens=200)
     eval_gap = interval(state)
-    assert interval(state, SCAN_KIND) == eval_gap  # the eval's average until its own is known
+    # Until the scan's own average is known: its prompt's tokens, or the eval's if more.
+    assert interval(state, SCAN_KIND) == eval_gap
+    assert interval(state, SCAN_KIND, prompt_tokens=100) == eval_gap
+    assert interval(state, SCAN_KIND, prompt_tokens=prompt_tokens_of(4000)) == pytest.approx(
+        5 * eval_gap
+    )
     for _ in range(5):
         observe(state, read_headers(headers, NOW), now=1.0, tokens=2000, kind=SCAN_KIND)
     assert (state.tokens_per_request, state.token_answers) == (200.0, SETTLE_ANSWERS)
     assert budget_view(state)["tokens_per_request"] == 200.0
     assert interval(state) == eval_gap
     assert interval(state, SCAN_KIND) == pytest.approx(10 * eval_gap)
+    assert interval(state, SCAN_KIND, prompt_tokens=1) == pytest.approx(10 * eval_gap)
     # A scan request moves the shared schedule on by its own tokens, an eval request by its own.
     state.due = 0.0
     schedule(state, 100.0, SCAN_KIND)  # the first after a pause goes in the burst

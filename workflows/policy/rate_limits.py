@@ -39,6 +39,7 @@ SETTLE_ANSWERS = 10  # answers counted before a tokens limit's pacing is taken a
 UNITS = ("requests", "tokens")
 EVAL_KIND = "eval"  # the task workers' requests; the scan's are SCAN_KIND
 SCAN_KIND = "scan"
+CHARS_PER_TOKEN = 4  # of a request's body, for a kind whose tokens a request is not known yet
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
 _SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
@@ -181,21 +182,37 @@ def _eval_average(state: PaceState) -> TokensAverage:
     return TokensAverage(per_request=state.tokens_per_request, answers=state.token_answers)
 
 
-def tokens_per_request(state: PaceState, kind: str = EVAL_KIND) -> float | None:
-    """The tokens a request of `kind` uses on average; the eval's until its own is known."""
-    own = state.other_kinds.get(kind) if kind != EVAL_KIND else None
+def tokens_per_request(
+    state: PaceState, kind: str = EVAL_KIND, prompt_tokens: float | None = None
+) -> float | None:
+    """The tokens a request of `kind` uses on average. Until its own average is known, another
+    kind's request (the scan's, many sent at once before one answers) is taken to use its own
+    prompt's tokens (`prompt_tokens`, estimated from its size) or the eval's average, whichever
+    is more: charged at the eval's short requests, the scan's first transcripts overran the
+    tokens limit (6 429s in the bench's tokens shape)."""
+    if kind == EVAL_KIND:
+        return state.tokens_per_request
+    own = state.other_kinds.get(kind)
     if own is not None and own.per_request:
         return own.per_request
-    return state.tokens_per_request
+    known = [t for t in (state.tokens_per_request, prompt_tokens) if t]
+    return max(known) if known else None
 
 
-def interval(state: PaceState, kind: str = EVAL_KIND) -> float | None:
+def prompt_tokens_of(body_bytes: int) -> float:
+    """A request's prompt in tokens, from its body's size (CHARS_PER_TOKEN characters each)."""
+    return body_bytes / CHARS_PER_TOKEN
+
+
+def interval(
+    state: PaceState, kind: str = EVAL_KIND, prompt_tokens: float | None = None
+) -> float | None:
     """Seconds a request of `kind` takes of the schedule at PACE_SHARE of the binding limit
     (None: no limit known, nothing is paced)."""
     gaps = []
     if state.limits.get("requests"):
         gaps.append(60.0 / (state.limits["requests"] * PACE_SHARE))
-    per = tokens_per_request(state, kind)
+    per = tokens_per_request(state, kind, prompt_tokens)
     if state.limits.get("tokens") and per:
         gaps.append(60.0 * per / (state.limits["tokens"] * PACE_SHARE))
     return max(gaps) if gaps else None
@@ -221,10 +238,12 @@ def binding_unit(state: PaceState) -> str | None:
     return "tokens" if tokens and per else None
 
 
-def schedule(state: PaceState, now: float, kind: str = EVAL_KIND) -> float:
+def schedule(
+    state: PaceState, now: float, kind: str = EVAL_KIND, prompt_tokens: float | None = None
+) -> float:
     """When a request of `kind` asked for at `now` is sent (epoch seconds; `now` when
     unpaced), with the schedule moved on past it by that kind's interval."""
-    gap = interval(state, kind)
+    gap = interval(state, kind, prompt_tokens)
     start = max(now, state.held_until)
     state.sent += 1
     if gap is None:
