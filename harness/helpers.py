@@ -23,10 +23,34 @@ from harness import cli_zygote
 STEWARD = str(Path(sys.executable).parent / "steward")
 
 
+# Ports handed to a server that binds them later, and binds them again after a kill -9 (a
+# Temporal dev server a test restarts). They come from below the kernel's ephemeral range
+# (32768-60999), so no outgoing connection and no server's port-0 listener can take one
+# meanwhile (a port from that range was: `server start` found it "taken by another program"),
+# and from a block of their own for each pytest-xdist process, so two never pick the same one.
+HANDED_PORTS = range(20000, 32000)
+PORTS_PER_PROCESS = 1000
+_handed: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A port on 127.0.0.1 nothing holds now and this process has not handed out before."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ...
+    block = int(worker[2:]) + 1 if worker[2:].isdigit() else 0
+    first = HANDED_PORTS.start + block * PORTS_PER_PROCESS % len(HANDED_PORTS)
+    offset = os.getpid() % PORTS_PER_PROCESS  # two processes outside xdist start apart
+    for step in range(PORTS_PER_PROCESS):
+        port = first + (offset + step) % PORTS_PER_PROCESS
+        if port in _handed:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed.add(port)
+        return port
+    raise RuntimeError(f"no free port left in {first}-{first + PORTS_PER_PROCESS - 1}")
 
 
 def session_env(data_dir: Path, **extra: str) -> dict[str, str]:

@@ -7,24 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
+from harness.helpers import free_port
 from steward.workflows.names import SEARCH_ATTRIBUTES
 
 DEV = Path(__file__).resolve().parents[2] / "temporal-dev"
 TEMPORAL = str(Path(sys.executable).parent / "temporal")
 TYPES = {"Keyword": "INDEXED_VALUE_TYPE_KEYWORD", "Int": "INDEXED_VALUE_TYPE_INT"}
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _cli(address: str, *args: str) -> dict:
@@ -55,7 +49,7 @@ def _setup(address: str, retention: str) -> subprocess.CompletedProcess:
 
 
 def test_the_namespace_script_sets_up_steward_on_a_real_server(tmp_path):
-    port = _free_port()
+    port = free_port()
     address = f"127.0.0.1:{port}"
     dynamic = yaml.safe_load((DEV / "dynamicconfig" / "steward.yaml").read_text())
     values = [
