@@ -6,9 +6,12 @@ where the same load without it collects 429s; the state remembers the limit for 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -46,21 +49,24 @@ CLIENT = textwrap.dedent(
 )
 
 
+@contextmanager
+def _simulator(tmp_path: Path, **limits: float) -> Iterator[str]:
+    """A simulator without a concurrency cap, with OpenAI-style headers and these limits."""
+    process, url = spawn(
+        tmp_path / "sim.port", concurrency=0, headers="openai", jitter=0.0, **limits
+    )
+    try:
+        yield url
+    finally:
+        process.kill()
+        process.wait()
+
+
 @pytest.fixture
 def provider(tmp_path):
-    # 600 requests a minute (10/s), a bucket of 2 s (20 requests), OpenAI-style headers.
-    process, url = spawn(
-        tmp_path / "sim.port",
-        concurrency=0,
-        rpm=600,
-        burst=2,
-        headers="openai",
-        latency=0.05,
-        jitter=0.0,
-    )
-    yield url
-    process.kill()
-    process.wait()
+    # 600 requests a minute (10/s), a bucket of 2 s (20 requests).
+    with _simulator(tmp_path, rpm=600, burst=2, latency=0.05) as url:
+        yield url
 
 
 def _clients(url: str, env: dict[str, str]) -> dict:
@@ -72,8 +78,6 @@ def _clients(url: str, env: dict[str, str]) -> dict:
 
 
 def test_paced_processes_stay_inside_the_limit_and_unpaced_ones_do_not(provider, tmp_path):
-    import os
-
     env = {k: v for k, v in os.environ.items() if k != RATE_LIMITS_ENV}
     unpaced = _clients(provider, env)
     assert unpaced["rate_limited"] > 10  # 62 requests into a bucket of 20
@@ -93,18 +97,7 @@ def test_paced_processes_stay_inside_the_limit_and_unpaced_ones_do_not(provider,
 def test_the_scans_long_prompts_keep_their_own_tokens_average_and_leave_the_evals(tmp_path):
     # Tokens bind for both kinds (a short request's ~4 tokens cost more of 120,000 a minute than
     # a request of 60,000 a minute does); the burst (10 s: 20,000 tokens) holds the whole load.
-    process, url = spawn(
-        tmp_path / "sim.port",
-        concurrency=0,
-        rpm=60000,
-        tpm=120_000,
-        headers="openai",
-        latency=0.01,
-        jitter=0.0,
-    )
-    try:
-        import os
-
+    with _simulator(tmp_path, rpm=60000, tpm=120_000, latency=0.01) as url:
         state = tmp_path / "rate-limits"
         env = {**os.environ, RATE_LIMITS_ENV: str(state)}
         env.pop(PACING_KIND_ENV, None)
@@ -118,9 +111,6 @@ def test_the_scans_long_prompts_keep_their_own_tokens_average_and_leave_the_eval
         ]
         assert [run.wait(timeout=120) for run in runs] == [0, 0]
         stats = httpx.get(f"{url}/admin/stats").json()
-    finally:
-        process.kill()
-        process.wait()
     assert stats["served"] == 62 and stats["rate_limited"] == 0, stats
     with SharedSchedule(state).state(budgets(state)[0]["endpoint"]) as pace:
         scans = pace.other_kinds["scan"]
