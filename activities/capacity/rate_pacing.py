@@ -251,10 +251,9 @@ def _paced(original):  # type: ignore[no-untyped-def]
             directory, SharedSchedule(Path(directory))
         )
         kind = os.environ.get(PACING_KIND_ENV) or rate_limits.EVAL_KIND
-        # The eval's requests go by their average; another kind's first ones by their size.
-        prompt = None if kind == rate_limits.EVAL_KIND else rate_limits.prompt_tokens_of(
-            len(request.content)
-        )
+        prompt = None  # the eval's requests go by their average
+        if kind != rate_limits.EVAL_KIND:  # another kind's first ones by their size
+            prompt = rate_limits.prompt_tokens_of(len(request.content))
         now = time.time()
         if unpaced_until.get(endpoint, 0.0) <= now:
             at, paced, settled = await schedule.due(endpoint, now, kind, prompt)

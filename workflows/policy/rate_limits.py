@@ -1,6 +1,7 @@
 """A provider's rate limits in its own units, read from its answers' headers, and the pacing that
-keeps a fleet of task workers just inside them, as pure functions (activities/capacity/rate_pacing.py keeps
-the state in a file every worker against the endpoint shares, and calls these under its lock).
+keeps a fleet of task workers just inside them, as pure functions
+(activities/capacity/rate_pacing.py keeps the state in a file every worker against the endpoint
+shares, and calls these under its lock).
 
 * **Headers.** OpenAI-style answers carry `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`
   (resets as Go durations: `20ms`, `1s`, `6m0s`); Anthropic-style ones
