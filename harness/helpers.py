@@ -37,7 +37,7 @@ def free_port() -> int:
     """A port on 127.0.0.1 nothing holds now and this process has not handed out before."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ...
     block = int(worker[2:]) + 1 if worker[2:].isdigit() else 0
-    first = HANDED_PORTS.start + block * PORTS_PER_PROCESS % len(HANDED_PORTS)
+    first = HANDED_PORTS.start + (block * PORTS_PER_PROCESS) % len(HANDED_PORTS)
     offset = os.getpid() % PORTS_PER_PROCESS  # two processes outside xdist start apart
     for step in range(PORTS_PER_PROCESS):
         port = first + (offset + step) % PORTS_PER_PROCESS

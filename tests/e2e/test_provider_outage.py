@@ -75,8 +75,8 @@ def test_a_rerun_deferred_until_the_provider_answers_lands_when_it_is_back_and_n
         d for d in steward.ok("collect", "--since", "0", cwd=workspace)["decisions"]
         if d["kind"] == "sample_error"
     ]  # fmt: skip
-    # One class for the three 503s (a fresh-clone run once found two: say which they were)
-    assert len(decisions) == 1, [(d["class"], d.get("title"), d.get("summary")) for d in decisions]
+    # One class for the three 503s (a fresh-clone run once found two: name them if so)
+    assert len(decisions) == 1, [(d["class"], d["question"]) for d in decisions]
     (decision,) = decisions
     log_dir = workspace / "logs"
     logs_before = {p.name: p.stat().st_mtime for p in log_dir.glob("*.eval")}

@@ -66,15 +66,15 @@ class TokensAverage(BaseModel):
     per_request: float | None = None
     answers: int = 0
 
-    def count(self, tokens: int) -> None:
-        """The plain mean of the first answers (one answer's tokens may be half or twice the
-        run's), then a moving average."""
-        self.answers += 1
-        weight = max(TOKENS_EWMA, 1.0 / self.answers)
-        previous = self.per_request
-        self.per_request = float(tokens) if previous is None else previous + weight * (
-            tokens - previous
-        )
+
+def _averaged(previous: float | None, answers: int, tokens: int) -> tuple[float, int]:
+    """An average of tokens a request and its count, with one more answer: the plain mean of
+    the first answers (one answer's tokens may be half or twice the run's), then a moving
+    average."""
+    answers += 1
+    if previous is None:
+        return float(tokens), answers
+    return previous + max(TOKENS_EWMA, 1.0 / answers) * (tokens - previous), answers
 
 
 class PaceState(BaseModel):
@@ -179,10 +179,6 @@ def read_headers(headers: Mapping[str, str], now: datetime) -> RateLimitReading 
     return None
 
 
-def _eval_average(state: PaceState) -> TokensAverage:
-    return TokensAverage(per_request=state.tokens_per_request, answers=state.token_answers)
-
-
 def tokens_per_request(
     state: PaceState, kind: str = EVAL_KIND, prompt_tokens: float | None = None
 ) -> float | None:
@@ -266,11 +262,12 @@ def observe(
     until RESERVE has refilled) or refused (hold it for the retry-after)."""
     state.observed_at = now
     if tokens and kind == EVAL_KIND:
-        average = _eval_average(state)
-        average.count(tokens)
-        state.tokens_per_request, state.token_answers = average.per_request, average.answers
+        state.tokens_per_request, state.token_answers = _averaged(
+            state.tokens_per_request, state.token_answers, tokens
+        )
     elif tokens:
-        state.other_kinds.setdefault(kind, TokensAverage()).count(tokens)
+        own = state.other_kinds.setdefault(kind, TokensAverage())
+        own.per_request, own.answers = _averaged(own.per_request, own.answers, tokens)
     if reading.style != "retry-after":
         state.style = reading.style
     for unit, seen in reading.units.items():
