@@ -38,7 +38,12 @@ def test_init_launch_finished_three_tasks(steward, workspace_root):
         "gamma": [(i, 1) for i in range(1, 5)],
     }
 
-    assert (workspace / "status.md").read_text().startswith("# Run status: finished")
+    # The run writes status.md as its tend publishes, a moment after a query can see the phase.
+    wait_for(
+        lambda: (workspace / "status.md").read_text().startswith("# Run status: finished"),
+        timeout=30,
+        what="status.md to say finished",
+    )
     journal = read_journal(workspace)
     assert [e["seq"] for e in journal] == list(range(1, len(journal) + 1))
     events = [e["event"] for e in journal]
